@@ -1,0 +1,80 @@
+import { pino, type Logger } from "pino";
+import { z } from "zod";
+
+export { z };
+
+/** Settings every process shares (API.md §13). */
+export const baseEnv = z.object({
+  FUNIL_ENV: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]{0,30}$/, "lower-case letters, digits and _ only")
+    .optional(),
+  DATABASE_URL: z.url().default("postgres://postgres@127.0.0.1:5432/postgres"),
+  REDIS_URL: z.url().default("redis://127.0.0.1:6379"),
+  NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export const port = z.coerce.number().int().min(0).max(65535);
+export const booleanFlag = z
+  .enum(["true", "false", "1", "0", ""])
+  .default("false")
+  .transform((v) => v === "true" || v === "1");
+
+export class ConfigError extends Error {}
+
+/**
+ * Parses the environment once, at start. A bad value stops the process with a
+ * message that names the variable.
+ */
+export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): z.output<S> {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  return result.data;
+}
+
+/** Names derived from FUNIL_ENV, so a test stack never touches a development one. */
+export function naming(env: string | undefined) {
+  return {
+    database: (service: string) => (env ? `funil_${env}_${service}` : `funil_${service}`),
+    stream: (name: string) => (env ? `${env.toUpperCase()}_${name}` : name),
+    subject: (subject: string) => (env ? `${env}.${subject}` : subject),
+  };
+}
+export type Naming = ReturnType<typeof naming>;
+
+/** Secrets that must never reach a log line. */
+const redact = [
+  "req.headers.authorization",
+  "headers.authorization",
+  "authorization",
+  "secret",
+  "*.secret",
+  "password",
+];
+
+export function createLogger(service: string, level: string): Logger {
+  return pino({ name: service, level, redact: { paths: redact, censor: "[redacted]" } });
+}
+export type { Logger };
+
+/** Time comes from here, so tests can move it. */
+export interface Clock {
+  now(): Date;
+}
+export const systemClock: Clock = { now: () => new Date() };
+
+/** Runs main() and turns a configuration error into a clear exit. */
+export function runMain(main: () => Promise<unknown>): void {
+  main().catch((err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+    } else {
+      process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    }
+    process.exit(1);
+  });
+}

@@ -1,0 +1,5 @@
+// Generated code only lives under gen/ (npm run generate); this file re-exports it.
+export * from "./gen/funil/crm/v1/contacts_pb.js";
+export * from "./gen/funil/crm/v1/custom_fields_pb.js";
+export * from "./gen/funil/crm/v1/members_pb.js";
+export * from "./gen/funil/gateway/v1/auth_pb.js";

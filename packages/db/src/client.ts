@@ -1,0 +1,46 @@
+import postgres from "postgres";
+
+export type Sql = postgres.Sql;
+export type TransactionSql = postgres.TransactionSql;
+export { postgres };
+
+const UNIQUE_VIOLATION = "23505";
+const DUPLICATE_DATABASE = "42P04";
+
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint_name?: string };
+  return e?.code === UNIQUE_VIOLATION && (constraint === undefined || e.constraint_name === constraint);
+}
+
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+/**
+ * Opens the service's own database on the server of `serverUrl`, creating it
+ * when it does not exist yet (several processes may race to create it).
+ */
+export async function openDatabase(serverUrl: string, database: string, opts: { max?: number } = {}) {
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await admin`select 1 from pg_database where datname = ${database}`;
+    if (rows.length === 0) {
+      try {
+        await admin.unsafe(`create database "${database.replace(/"/g, '""')}"`);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code !== DUPLICATE_DATABASE && code !== UNIQUE_VIOLATION) throw err;
+      }
+    }
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+  return postgres(withDatabase(serverUrl, database), {
+    max: opts.max ?? 10,
+    transform: postgres.camel,
+    onnotice: () => {},
+    connection: { application_name: database },
+  });
+}

@@ -1,0 +1,4 @@
+export * from "./client.js";
+export * from "./ids.js";
+export * from "./migrate.js";
+export * from "./outbox.js";

@@ -1,0 +1,55 @@
+import { createHash } from "node:crypto";
+import { apiError } from "./errors.js";
+
+/**
+ * Opaque keyset cursors (API.md §4). A cursor names the list it belongs to
+ * and a digest of the filters it was issued with; any other use is
+ * `invalid_cursor`. Its position is the sort key of the last item returned.
+ */
+export type Position = Array<string | number>;
+
+function digest(filters: Record<string, unknown>): string {
+  const stable = Object.keys(filters)
+    .filter((k) => filters[k] !== undefined && filters[k] !== null)
+    .sort()
+    .map((k) => [k, filters[k]]);
+  return createHash("sha256").update(JSON.stringify(stable)).digest("base64url").slice(0, 16);
+}
+
+export function encodeCursor(list: string, filters: Record<string, unknown>, position: Position): string {
+  return Buffer.from(JSON.stringify({ l: list, f: digest(filters), p: position })).toString("base64url");
+}
+
+const bad = () => apiError("invalid_cursor", "cursor is invalid or was issued for other filters");
+
+/**
+ * Returns the position, checked against `shape` (one entry per key: "string",
+ * "number" or "timestamp", an ISO string that parses).
+ */
+export function decodeCursor(
+  cursor: string,
+  list: string,
+  filters: Record<string, unknown>,
+  shape: Array<"string" | "number" | "timestamp">,
+): Position {
+  if (cursor.length > 1000 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+  } catch {
+    throw bad();
+  }
+  const c = parsed as { l?: unknown; f?: unknown; p?: unknown };
+  if (!c || typeof c !== "object" || c.l !== list || c.f !== digest(filters) || !Array.isArray(c.p)) throw bad();
+  const p = c.p as unknown[];
+  if (p.length !== shape.length) throw bad();
+  shape.forEach((kind, i) => {
+    const v = p[i];
+    const ok =
+      kind === "number"
+        ? typeof v === "number" && Number.isFinite(v)
+        : typeof v === "string" && v.length <= 200 && (kind === "string" || !Number.isNaN(Date.parse(v)));
+    if (!ok) throw bad();
+  });
+  return p as Position;
+}

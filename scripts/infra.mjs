@@ -1,0 +1,264 @@
+// Makes sure PostgreSQL, Redis and NATS answer at the URLs the stack is given. Where nothing answers on a
+// local address, a private instance is started with its data under dataDir (.data/ by default). Those
+// instances outlive this process on purpose: later runs (and a second stack beside this one) share them.
+import { execFile, spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "::1"]);
+const START_TIMEOUT_MS = 30_000;
+// PATH may lack the sbin folders (nats-server lives in /usr/sbin on Debian).
+const SEARCH_DIRS = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+export const DEFAULT_URLS = {
+  databaseUrl: "postgres://postgres@127.0.0.1:5432/postgres",
+  redisUrl: "redis://127.0.0.1:6379",
+  natsUrl: "nats://127.0.0.1:4222",
+};
+
+/** Resolves true when a TCP connection to host:port succeeds within timeoutMs. */
+export function isListening(host, port, timeoutMs = 1000) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port: Number(port) });
+    const done = (ok) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
+}
+
+/**
+ * Checks the three servers and starts private ones where needed. Returns, per server,
+ * { host, port, started } where started tells whether this call started it.
+ */
+export async function ensureInfra({
+  databaseUrl = DEFAULT_URLS.databaseUrl,
+  redisUrl = DEFAULT_URLS.redisUrl,
+  natsUrl = DEFAULT_URLS.natsUrl,
+  dataDir = path.join(ROOT, ".data"),
+  log = (msg) => console.log(msg),
+} = {}) {
+  const servers = [
+    { name: "PostgreSQL", variable: "DATABASE_URL", url: databaseUrl, defaultPort: 5432, start: startPostgres },
+    { name: "Redis", variable: "REDIS_URL", url: redisUrl, defaultPort: 6379, start: startRedis },
+    { name: "NATS", variable: "NATS_URL", url: natsUrl, defaultPort: 4222, start: startNats },
+  ];
+  const result = {};
+  for (const server of servers) {
+    const { host, port } = hostPort(server.url, server.defaultPort);
+    const key = server.name.toLowerCase();
+    if (await isListening(host, port)) {
+      result[key] = { host, port, started: false };
+      continue;
+    }
+    if (!LOCAL_HOSTS.has(host)) {
+      throw new Error(`${server.name}: nothing answers at ${host}:${port} (${server.variable}=${server.url})`);
+    }
+    const bind = host === "::1" ? "::1" : "127.0.0.1";
+    log(`${server.name}: nothing answers on ${host}:${port}; starting a private instance in ${dataDir}`);
+    try {
+      await server.start({ bind, port, dataDir });
+    } catch (err) {
+      // Another run may have started the same instance meanwhile; then it is there to share.
+      if (!(await isListening(host, port))) throw err;
+    }
+    await waitListening(server.name, host, port, logFileOf(key, dataDir));
+    log(`${server.name}: started on ${host}:${port}`);
+    result[key] = { host, port, started: true };
+  }
+  return result;
+}
+
+/** Stops the private instances that ensureInfra started in dataDir; returns the names of those stopped. */
+export async function stopPrivateInfra(dataDir = path.join(ROOT, ".data")) {
+  const stopped = [];
+  const pgData = path.join(dataDir, "pg");
+  if (fs.existsSync(path.join(pgData, "postmaster.pid"))) {
+    const pgCtl = path.join(postgresBinDir(), "pg_ctl");
+    await run(...asPostgres(pgCtl, ["stop", "-D", pgData, "-m", "fast", "-w", "-t", "30"]));
+    stopped.push("postgresql");
+  }
+  for (const [name, program] of [
+    ["redis", "redis-server"],
+    ["nats", "nats-server"],
+  ]) {
+    const pidFile = path.join(dataDir, name, `${name}.pid`);
+    if (await killFromPidFile(pidFile, program)) stopped.push(name);
+  }
+  return stopped;
+}
+
+function hostPort(url, defaultPort) {
+  const parsed = new URL(url);
+  return {
+    host: parsed.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: Number(parsed.port || defaultPort),
+  };
+}
+
+function logFileOf(key, dataDir) {
+  const files = { postgresql: "pg/postgres.log", redis: "redis/redis.log", nats: "nats/nats.log" };
+  return path.join(dataDir, files[key]);
+}
+
+async function waitListening(name, host, port, logFile, exited) {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (await isListening(host, port)) return;
+    if (exited?.code !== undefined) break;
+    await sleep(100);
+  }
+  const why = exited?.code !== undefined ? `exited (${exited.code})` : `did not answer within ${START_TIMEOUT_MS / 1000} s`;
+  throw new Error(`${name} on ${host}:${port} ${why}. Last lines of ${logFile}:\n${tail(logFile)}`);
+}
+
+async function startPostgres({ bind, port, dataDir }) {
+  const bin = postgresBinDir();
+  const pgData = path.join(dataDir, "pg");
+  // Only the last folder is private: as root, the postgres user must still be able to reach it.
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(pgData, { recursive: true, mode: 0o700 });
+  // initdb and postgres refuse to run as root; the Debian package provides the postgres user for that.
+  if (isRoot()) await run("chown", ["-R", "postgres:postgres", pgData]);
+  if (!fs.existsSync(path.join(pgData, "PG_VERSION"))) {
+    await runOrExplain(
+      asPostgres(path.join(bin, "initdb"), ["-D", pgData, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale"]),
+      "initdb",
+    );
+  }
+  // pg_ctl passes -o through a shell, hence the quoting of the socket folder.
+  const options = `-p ${port} -k '${pgData}' -c listen_addresses='${bind}'`;
+  await runOrExplain(
+    asPostgres(path.join(bin, "pg_ctl"), ["start", "-D", pgData, "-l", path.join(pgData, "postgres.log"), "-w", "-t", "30", "-o", options]),
+    "pg_ctl start",
+  );
+}
+
+async function startRedis({ bind, port, dataDir }) {
+  const program = findProgram("redis-server", "redis-server");
+  const dir = path.join(dataDir, "redis");
+  fs.mkdirSync(dir, { recursive: true });
+  await runOrExplain(
+    [
+      program,
+      [
+        "--port", String(port), "--bind", bind, "--daemonize", "yes", "--dir", dir,
+        "--save", "", "--appendonly", "no",
+        "--logfile", path.join(dir, "redis.log"), "--pidfile", path.join(dir, "redis.pid"),
+      ],
+    ],
+    "redis-server",
+  );
+}
+
+async function startNats({ bind, port, dataDir }) {
+  const program = findProgram("nats-server", "nats-server");
+  const dir = path.join(dataDir, "nats");
+  fs.mkdirSync(dir, { recursive: true });
+  const logFile = path.join(dir, "nats.log");
+  const args = ["-a", bind, "-p", String(port), "-js", "-sd", dir, "-l", logFile, "-P", path.join(dir, "nats.pid")];
+  // Detached into its own session so that Ctrl-C on this terminal does not reach it.
+  const child = spawn(program, args, { detached: true, stdio: "ignore" });
+  const exited = {};
+  child.once("exit", (code, signal) => {
+    exited.code = code ?? signal;
+  });
+  child.once("error", (err) => {
+    exited.code = err.message;
+  });
+  child.unref();
+  await waitListening("NATS", bind, port, logFile, exited);
+}
+
+function postgresBinDir() {
+  const base = "/usr/lib/postgresql";
+  const versions = fs.existsSync(base)
+    ? fs.readdirSync(base).filter((v) => fs.existsSync(path.join(base, v, "bin", "initdb")))
+    : [];
+  if (versions.length === 0) throw missing("PostgreSQL", `${base}/<version>/bin/initdb`, "postgresql");
+  versions.sort((a, b) => Number.parseFloat(b) - Number.parseFloat(a));
+  return path.join(base, versions[0], "bin");
+}
+
+function findProgram(name, debianPackage) {
+  const dirs = [...(process.env.PATH ?? "").split(path.delimiter).filter(Boolean), ...SEARCH_DIRS];
+  for (const dir of dirs) {
+    const candidate = path.join(dir, name);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch {}
+  }
+  throw missing(name, name, debianPackage);
+}
+
+function missing(what, program, debianPackage) {
+  return new Error(
+    `${what} is not installed (no ${program} found). Install it with \`apt-get install ${debianPackage}\`, ` +
+      "or point the URL variable at a running server.",
+  );
+}
+
+function isRoot() {
+  return process.getuid?.() === 0;
+}
+
+function asPostgres(program, args) {
+  return isRoot() ? ["runuser", ["-u", "postgres", "--", program, ...args]] : [program, args];
+}
+
+async function runOrExplain([program, args], what) {
+  try {
+    await run(program, args);
+  } catch (err) {
+    const output = [err.stdout, err.stderr].filter(Boolean).join("\n").trim();
+    throw new Error(`${what} failed: ${output || err.message}`);
+  }
+}
+
+async function killFromPidFile(pidFile, program) {
+  let pid;
+  try {
+    pid = Number(fs.readFileSync(pidFile, "utf8").trim());
+  } catch {
+    return false;
+  }
+  // A stale pid file may name an unrelated process by now: only signal the program we started.
+  const alive = pid > 0 && readCmdline(pid).includes(program);
+  if (alive) {
+    process.kill(pid, "SIGTERM");
+    const deadline = Date.now() + 10_000;
+    while (readCmdline(pid).includes(program) && Date.now() < deadline) await sleep(100);
+    if (readCmdline(pid).includes(program)) process.kill(pid, "SIGKILL");
+  }
+  fs.rmSync(pidFile, { force: true });
+  return alive;
+}
+
+function readCmdline(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+function tail(file, lines = 20) {
+  try {
+    return fs.readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,219 @@
+// Starts the Funil processes (the built services, then the gateway) wired to each other through the
+// environment (API.md §13), and stops them again. Used by `npm start` and by the end-to-end tests.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import readline from "node:readline";
+import { fileURLToPath } from "node:url";
+import { DEFAULT_URLS, isListening } from "./infra.mjs";
+
+/** Backend services in start order; the gateway comes last, once they answer. */
+export const SERVICES = ["crm", "scheduling", "timeline", "learning", "webhooks"];
+const READY_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 10_000;
+const NAME_WIDTH = Math.max(...SERVICES.map((s) => s.length), "gateway".length);
+const COLORS = [36, 33, 35, 32, 34, 31, 96];
+const TAIL_LINES = 30;
+
+/**
+ * opts: { env = process.env, port = env.PORT ?? 8080 (0: a free one), adminToken = env.ADMIN_TOKEN ?? random,
+ *         stdio: 'prefix' | 'inherit' | 'ignore' | <log file path> (default 'prefix'), root, log }
+ * Resolves to { gatewayUrl, adminToken, env, exited, stop } once the gateway's /readyz answers 200.
+ * `env` is the full environment the children got; `exited` resolves with { name, code, signal } when a
+ * child exits before stop() was called.
+ */
+export async function startStack(opts = {}) {
+  const base = opts.env ?? process.env;
+  const root = opts.root ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+  const log = opts.log ?? ((msg) => process.stderr.write(`[stack] ${msg}\n`));
+  const mainOf = (name) => path.join(root, "services", name, "dist", "main.js");
+  if (!fs.existsSync(mainOf("gateway"))) {
+    throw new Error(`${mainOf("gateway")} is missing: run npm run build`);
+  }
+
+  const taken = new Set();
+  const portOf = async (value) => {
+    if (!value || Number(value) === 0) return freePort(taken);
+    taken.add(Number(value));
+    return Number(value);
+  };
+  const port = await portOf(opts.port ?? base.PORT ?? 8080);
+  const adminToken = opts.adminToken ?? base.ADMIN_TOKEN ?? randomBytes(16).toString("hex");
+  const env = {
+    ...base,
+    DATABASE_URL: base.DATABASE_URL ?? DEFAULT_URLS.databaseUrl,
+    REDIS_URL: base.REDIS_URL ?? DEFAULT_URLS.redisUrl,
+    NATS_URL: base.NATS_URL ?? DEFAULT_URLS.natsUrl,
+    LOG_LEVEL: base.LOG_LEVEL ?? "info",
+    PORT: String(port),
+    ADMIN_TOKEN: adminToken,
+  };
+  // Every service gets every address, so each one finds the others (webhooks calls the gateway's Auth).
+  for (const name of [...SERVICES, "auth"]) {
+    const key = name.toUpperCase();
+    env[`${key}_PORT`] = String(await portOf(base[`${key}_PORT`]));
+    env[`${key}_URL`] = base[`${key}_URL`] ?? `http://127.0.0.1:${env[`${key}_PORT`]}`;
+  }
+
+  const output = openOutput(opts.stdio ?? "prefix");
+  const children = [];
+  let started = false;
+  let stopping = false;
+  let reportExit;
+  const exited = new Promise((resolve) => {
+    reportExit = resolve;
+  });
+
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    process.off("exit", killAll);
+    // The gateway goes first so that no request reaches a service that is already gone.
+    const gateway = children.filter((c) => c.name === "gateway");
+    await terminate(gateway);
+    await terminate(children.filter((c) => c.name !== "gateway"));
+    output.close();
+  };
+  // Last resort when the parent exits without stop(): never leave services holding their ports.
+  const killAll = () => {
+    for (const c of children) if (c.exit.code === undefined) c.process.kill("SIGTERM");
+  };
+  process.on("exit", killAll);
+
+  const launch = (name) => {
+    const child = startChild(name, mainOf(name), root, env, output);
+    children.push(child);
+    child.exited.then(({ code, signal }) => {
+      if (stopping || !started) return;
+      log(`${name} exited unexpectedly (${signal ?? `code ${code}`})${lastOutput(child)}`);
+      reportExit({ name, code, signal });
+    });
+    return child;
+  };
+
+  try {
+    for (const name of SERVICES.filter((n) => fs.existsSync(mainOf(n)))) {
+      const child = launch(name);
+      const servicePort = Number(env[`${name.toUpperCase()}_PORT`]);
+      await waitReady(child, `port ${servicePort}`, () => isListening("127.0.0.1", servicePort));
+    }
+    const gateway = launch("gateway");
+    await waitReady(gateway, `GET /readyz on port ${port}`, () => readyz(port));
+    started = true;
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { gatewayUrl: `http://127.0.0.1:${port}`, adminToken, env, exited, stop };
+}
+
+function startChild(name, main, cwd, env, output) {
+  const child = spawn(process.execPath, [main], {
+    cwd,
+    env,
+    stdio: output.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
+  });
+  const entry = { name, process: child, tail: [], exit: {} };
+  child.on("error", (err) => entry.tail.push(String(err)));
+  // "close" rather than "exit": by then the last lines of output have been read.
+  entry.exited = new Promise((resolve) => {
+    child.once("close", (code, signal) => {
+      entry.exit = { code, signal };
+      resolve(entry.exit);
+    });
+  });
+  for (const stream of [child.stdout, child.stderr]) {
+    if (!stream) continue;
+    readline.createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", (line) => {
+      entry.tail.push(line);
+      if (entry.tail.length > TAIL_LINES) entry.tail.shift();
+      output.write(name, line);
+    });
+  }
+  return entry;
+}
+
+/** Polls check() until it is true; fails early, with the child's last output, when the child exits. */
+async function waitReady(child, what, check) {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (child.exit.code === undefined) {
+    if (await check()) return;
+    if (Date.now() > deadline) {
+      throw new Error(`${child.name}: no ${what} within ${READY_TIMEOUT_MS / 1000} s${lastOutput(child)}`);
+    }
+    await Promise.race([sleep(100), child.exited]);
+  }
+  const { code, signal } = child.exit;
+  throw new Error(`${child.name} exited during start (${signal ?? `code ${code}`})${lastOutput(child)}`);
+}
+
+async function readyz(port) {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2000) });
+    await res.body?.cancel();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+async function terminate(children) {
+  const running = children.filter((c) => c.exit.code === undefined);
+  for (const c of running) c.process.kill("SIGTERM");
+  const all = Promise.all(running.map((c) => c.exited));
+  if ((await Promise.race([all.then(() => true), sleep(STOP_TIMEOUT_MS)])) === true) return;
+  for (const c of running) if (c.exit.code === undefined) c.process.kill("SIGKILL");
+  await all;
+}
+
+/** Where the children's lines go: the parent's stdout (prefixed), a file (prefixed), nowhere, or inherited. */
+function openOutput(stdio) {
+  if (stdio === "inherit") return { inherit: true, write() {}, close() {} };
+  if (stdio === "ignore") return { write() {}, close() {} };
+  if (stdio === "prefix") {
+    const color = process.stdout.isTTY && !process.env.NO_COLOR;
+    const colorOf = new Map();
+    return {
+      write(name, line) {
+        if (!colorOf.has(name)) colorOf.set(name, COLORS[colorOf.size % COLORS.length]);
+        const label = name.padEnd(NAME_WIDTH);
+        const shown = color ? `\x1b[${colorOf.get(name)}m${label}\x1b[0m` : label;
+        process.stdout.write(`${shown} | ${line}\n`);
+      },
+      close() {},
+    };
+  }
+  const file = fs.createWriteStream(stdio, { flags: "a" });
+  return {
+    write: (name, line) => file.write(`${name.padEnd(NAME_WIDTH)} | ${line}\n`),
+    close: () => file.end(),
+  };
+}
+
+function lastOutput(child) {
+  return child.tail.length ? `; last output:\n${child.tail.join("\n")}` : "";
+}
+
+/** A port that was free a moment ago (listen on 0, read it, close), never one handed out before. */
+async function freePort(taken) {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const server = net.createServer();
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        const { port } = server.address();
+        server.close(() => resolve(port));
+      });
+    });
+    if (!taken.has(port)) {
+      taken.add(port);
+      return port;
+    }
+  }
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

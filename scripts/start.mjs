@@ -1,0 +1,85 @@
+// `npm start`: installs and builds when needed, makes sure PostgreSQL, Redis and NATS answer (starting
+// private ones under .data/ if not), then runs the whole stack in the foreground until Ctrl-C.
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { ensureInfra } from "./infra.mjs";
+import { startStack } from "./stack.mjs";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const env = process.env;
+const say = (msg) => console.log(`[funil] ${msg}`);
+
+function npm(...args) {
+  say(`npm ${args.join(" ")}`);
+  const result = spawnSync("npm", args, { cwd: root, stdio: "inherit" });
+  if (result.status !== 0) {
+    console.error(`[funil] npm ${args.join(" ")} failed`);
+    process.exit(1);
+  }
+}
+
+function workspaceDirs() {
+  return ["packages", "services"].flatMap((group) => {
+    const dir = path.join(root, group);
+    if (!fs.existsSync(dir)) return [];
+    return fs
+      .readdirSync(dir)
+      .map((name) => path.join(dir, name))
+      .filter((ws) => fs.existsSync(path.join(ws, "package.json")));
+  });
+}
+
+if (!fs.existsSync(path.join(root, "node_modules"))) {
+  npm(fs.existsSync(path.join(root, "package-lock.json")) ? "ci" : "install");
+}
+if (env.FUNIL_REBUILD === "1" || workspaceDirs().some((ws) => !fs.existsSync(path.join(ws, "dist")))) {
+  npm("run", "build");
+}
+
+let stack;
+try {
+  await ensureInfra({
+    databaseUrl: env.DATABASE_URL || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    natsUrl: env.NATS_URL || undefined,
+    log: say,
+  });
+  stack = await startStack({ stdio: "prefix", port: env.PORT || 8080 });
+} catch (err) {
+  console.error(`[funil] ${err.message}`);
+  process.exit(1);
+}
+
+let stopping = false;
+async function shutdown(code) {
+  if (stopping) return;
+  stopping = true;
+  say("stopping…");
+  await stack.stop();
+  process.exit(code);
+}
+process.on("SIGINT", () => shutdown(0));
+process.on("SIGTERM", () => shutdown(0));
+// `npm start` runs us under sh, which dies of a SIGTERM sent to npm without passing it on: a new parent
+// means whoever started us is gone, so stop as if signalled.
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && shutdown(0), 1000).unref();
+stack.exited.then(({ name }) => {
+  console.error(`[funil] ${name} stopped unexpectedly: stopping the stack`);
+  shutdown(1);
+});
+
+const api = `${stack.gatewayUrl}/api/v1`;
+const lines = [`API:  ${api}`, `Docs: ${stack.gatewayUrl}/docs`];
+if (!env.ADMIN_TOKEN) {
+  // The seed CLI must reach this same stack, so the hint repeats what sets it apart from the default one.
+  const extra = [env.FUNIL_ENV && `FUNIL_ENV=${env.FUNIL_ENV}`, stack.env.PORT !== "8080" && `PORT=${stack.env.PORT}`];
+  const prefix = [`ADMIN_TOKEN=${stack.adminToken}`, ...extra.filter(Boolean)].join(" ");
+  lines.push(
+    `Admin token (generated): ${stack.adminToken}`,
+    `Create a demo workspace and key: ${prefix} npm run seed`,
+  );
+}
+console.log(["", ...lines.map((l) => `  ${l}`), "", "  Ctrl-C stops everything.", ""].join("\n"));

@@ -1,0 +1,183 @@
+import { isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
+import { apiError } from "@funil/rpc";
+import {
+  type ContactChanges,
+  type ContactRecord,
+  type ContactState,
+  emailKey,
+  emptyContact,
+  fillForUpsert,
+  fold,
+  phoneDigits,
+  sameState,
+  searchText,
+  applyPatch,
+} from "../contacts.js";
+
+/** Emits a domain event inside the transaction of the change (outbox). */
+export type EmitContactEvent = (
+  tx: TransactionSql,
+  type: "contact.created" | "contact.updated",
+  contact: ContactRecord,
+) => Promise<void>;
+
+export interface ContactFilters {
+  query?: string;
+  email?: string;
+  phone?: string;
+  tag?: string;
+  status: "active" | "archived";
+  createdAfter?: Date;
+  updatedAfter?: Date;
+}
+
+const columns = (sql: Sql | TransactionSql) => sql`
+  id, workspace_id, name, phone, email, company, company_id, role, cpf, notes, tags, status,
+  owner_user_id, origin, custom_fields, url, utm, created_at, updated_at`;
+
+function stateColumns(sql: Sql | TransactionSql, s: ContactState) {
+  return {
+    name: s.name,
+    phone: s.phone,
+    phone_digits: phoneDigits(s.phone),
+    email: s.email,
+    email_lower: emailKey(s.email),
+    company: s.company,
+    company_id: s.companyId,
+    role: s.role,
+    cpf: s.cpf,
+    notes: s.notes,
+    tags: s.tags,
+    owner_user_id: s.ownerUserId,
+    origin: s.origin,
+    custom_fields: sql.json(s.customFields as never),
+    url: s.url,
+    utm: sql.json(s.utm as never),
+    search: searchText(s),
+  };
+}
+
+const MAX_ATTEMPTS = 5;
+
+export function contactStore(sql: Sql, emit: EmitContactEvent) {
+  async function lockOne(tx: TransactionSql, where: ReturnType<Sql>) {
+    const [row] = await tx<ContactRecord[]>`select ${columns(tx)} from contacts where ${where} for update`;
+    return row;
+  }
+
+  return {
+    async get(workspaceId: string, id: string): Promise<ContactRecord | undefined> {
+      const [row] = await sql<ContactRecord[]>`
+        select ${columns(sql)} from contacts where workspace_id = ${workspaceId} and id = ${id}`;
+      return row;
+    },
+
+    /** Keyset page in the order of API.md §4: (createdAt, id), or (updatedAt, id) when polling by update. */
+    async list(workspaceId: string, f: ContactFilters, limit: number, after?: [Date, string]): Promise<ContactRecord[]> {
+      const orderColumn = f.updatedAfter ? sql`updated_at` : sql`created_at`;
+      const conditions = [sql`workspace_id = ${workspaceId}`, sql`status = ${f.status}`];
+      if (f.query) conditions.push(sql`search like ${`%${escapeLike(fold(f.query))}%`}`);
+      if (f.email) conditions.push(sql`email_lower = ${emailKey(f.email)}`);
+      if (f.phone) conditions.push(sql`phone_digits = ${phoneDigits(f.phone) ?? ""}`);
+      if (f.tag) conditions.push(sql`tags @> ${[f.tag]}::text[]`);
+      if (f.createdAfter) conditions.push(sql`created_at > ${f.createdAfter}`);
+      if (f.updatedAfter) conditions.push(sql`updated_at > ${f.updatedAfter}`);
+      if (after) conditions.push(sql`(${orderColumn}, id) > (${after[0]}, ${after[1]})`);
+      const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
+      return sql<ContactRecord[]>`
+        select ${columns(sql)} from contacts where ${where} order by ${orderColumn}, id limit ${limit}`;
+    },
+
+    /**
+     * Upsert (API.md §5): by phone first, then e-mail, archived contacts
+     * included. The unique indexes on phone digits and e-mail decide races:
+     * a concurrent insert of the same phone makes this attempt fail with a
+     * unique violation, and the retry finds and fills the winner's row.
+     */
+    async upsert(workspaceId: string, input: ContactChanges, now: Date) {
+      const digits = phoneDigits(input.phone);
+      const email = emailKey(input.email);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await sql.begin(async (tx) => {
+            const byPhone = digits
+              ? await lockOne(tx, sql`workspace_id = ${workspaceId} and phone_digits = ${digits}`)
+              : undefined;
+            const found =
+              byPhone ?? (email ? await lockOne(tx, sql`workspace_id = ${workspaceId} and email_lower = ${email}`) : undefined);
+            if (found) {
+              let dropEmail = false;
+              if (byPhone && email && emailKey(found.email) !== email) {
+                const [other] = await tx`
+                  select 1 from contacts where workspace_id = ${workspaceId} and email_lower = ${email} and id <> ${found.id}`;
+                dropEmail = other !== undefined;
+              }
+              const next = fillForUpsert(found, input, { dropEmail });
+              if (sameState(found, next)) return { contact: found, created: false };
+              const [row] = await tx<ContactRecord[]>`
+                update contacts set ${tx(stateColumns(tx, next))}, updated_at = ${now}
+                where id = ${found.id} returning ${columns(tx)}`;
+              await emit(tx, "contact.updated", row!);
+              return { contact: row!, created: false };
+            }
+            const state = fillForUpsert(emptyContact(), input, { dropEmail: false });
+            const [row] = await tx<ContactRecord[]>`
+              insert into contacts ${tx({
+                id: newId("ct", now.getTime()),
+                workspace_id: workspaceId,
+                ...stateColumns(tx, state),
+                status: "active",
+                created_at: now,
+                updated_at: now,
+              })} returning ${columns(tx)}`;
+            await emit(tx, "contact.created", row!);
+            return { contact: row!, created: true };
+          });
+        } catch (err) {
+          if (isUniqueViolation(err) && attempt < MAX_ATTEMPTS) continue;
+          throw err;
+        }
+      }
+    },
+
+    /** PATCH: a phone or e-mail that another contact has is a 409 contact_conflict. */
+    async update(workspaceId: string, id: string, patch: ContactChanges, now: Date) {
+      try {
+        return await sql.begin(async (tx) => {
+          const found = await lockOne(tx, sql`workspace_id = ${workspaceId} and id = ${id}`);
+          if (!found) return undefined;
+          const next = applyPatch(found, patch);
+          if (sameState(found, next)) return found;
+          const [row] = await tx<ContactRecord[]>`
+            update contacts set ${tx(stateColumns(tx, next))}, updated_at = ${now}
+            where id = ${found.id} returning ${columns(tx)}`;
+          await emit(tx, "contact.updated", row!);
+          return row!;
+        });
+      } catch (err) {
+        if (isUniqueViolation(err, "contacts_phone_unique"))
+          throw apiError("contact_conflict", "another contact already has this phone");
+        if (isUniqueViolation(err, "contacts_email_unique"))
+          throw apiError("contact_conflict", "another contact already has this e-mail");
+        throw err;
+      }
+    },
+
+    /** Archive and unarchive: idempotent; only a real change moves updatedAt and emits. */
+    async setStatus(workspaceId: string, id: string, status: "active" | "archived", now: Date) {
+      return sql.begin(async (tx) => {
+        const found = await lockOne(tx, sql`workspace_id = ${workspaceId} and id = ${id}`);
+        if (!found || found.status === status) return found;
+        const [row] = await tx<ContactRecord[]>`
+          update contacts set status = ${status}, updated_at = ${now} where id = ${id} returning ${columns(tx)}`;
+        await emit(tx, "contact.updated", row!);
+        return row!;
+      });
+    },
+  };
+}
+export type ContactStore = ReturnType<typeof contactStore>;
+
+function escapeLike(text: string) {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

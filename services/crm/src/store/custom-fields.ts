@@ -1,0 +1,45 @@
+import { isUniqueViolation, newId, type Sql } from "@funil/db";
+import { apiError } from "@funil/rpc";
+import type { FieldType } from "../custom-fields.js";
+
+export interface CustomFieldRecord {
+  id: string;
+  entity: "contact" | "opportunity";
+  fieldKey: string;
+  label: string;
+  type: FieldType;
+  options: string[];
+  createdAt: Date;
+}
+
+export function customFieldStore(sql: Sql) {
+  return {
+    async create(workspaceId: string, def: Omit<CustomFieldRecord, "id" | "createdAt">, now: Date) {
+      try {
+        const [row] = await sql<CustomFieldRecord[]>`
+          insert into custom_field_defs ${sql({
+            id: newId("cf", now.getTime()),
+            workspace_id: workspaceId,
+            entity: def.entity,
+            field_key: def.fieldKey,
+            label: def.label,
+            type: def.type,
+            options: def.options,
+            created_at: now,
+          })} returning id, entity, field_key, label, type, options, created_at`;
+        return row!;
+      } catch (err) {
+        if (isUniqueViolation(err))
+          throw apiError("conflict", `a ${def.entity} custom field with fieldKey "${def.fieldKey}" already exists`);
+        throw err;
+      }
+    },
+    async list(workspaceId: string, entity?: string) {
+      return sql<CustomFieldRecord[]>`
+        select id, entity, field_key, label, type, options, created_at from custom_field_defs
+        where workspace_id = ${workspaceId} ${entity ? sql`and entity = ${entity}` : sql``}
+        order by entity, created_at, id`;
+    },
+  };
+}
+export type CustomFieldStore = ReturnType<typeof customFieldStore>;

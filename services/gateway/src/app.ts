@@ -1,0 +1,90 @@
+import rateLimit from "@fastify/rate-limit";
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import Fastify, { type FastifyServerOptions } from "fastify";
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from "fastify-type-provider-zod";
+import type { GatewayContext } from "./context.js";
+import { authPlugin } from "./plugins/auth.js";
+import { errorBody, errorsPlugin } from "./plugins/errors.js";
+import { metricsPlugin } from "./plugins/metrics.js";
+import { adminRoutes } from "./routes/admin/index.js";
+import { contactRoutes } from "./routes/v1/contacts.js";
+import { workspaceRoutes } from "./routes/v1/workspace.js";
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The gateway as a Fastify app: server.ts starts and stops it, tests build it directly. */
+export async function buildApp(ctx: GatewayContext, options: FastifyServerOptions = {}) {
+  const app = Fastify({
+    logger: { level: ctx.config.LOG_LEVEL, redact: ["req.headers.authorization"] },
+    bodyLimit: 1024 * 1024,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    },
+    forceCloseConnections: "idle",
+    ...options,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+
+  await app.register(errorsPlugin);
+  await app.register(metricsPlugin);
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: { title: "Funil API", version: "1.0.0", description: "Sales CRM API. See the README for keys and scopes." },
+      servers: [{ url: "/" }],
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "fnl_… API key" } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+
+  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
+    const checks = await Promise.allSettled([
+      ctx.sql`select 1`,
+      ctx.redis.ping(),
+      ctx.crm.customFields.listCustomFields({ workspaceId: "readyz" }, { timeoutMs: 2000 }),
+    ]);
+    const names = ["database", "redis", "crm"];
+    const failed = names.filter((_, i) => checks[i]?.status === "rejected");
+    if (failed.length > 0) return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
+    return { status: "ready" };
+  });
+  app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(
+    async (v1) => {
+      await v1.register(authPlugin, { keys: ctx.keys });
+      await v1.register(rateLimit, {
+        hook: "preHandler",
+        max: ctx.config.RATE_LIMIT_MAX,
+        timeWindow: ctx.config.RATE_LIMIT_WINDOW_MS,
+        redis: ctx.redis,
+        nameSpace: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
+        skipOnError: true,
+        keyGenerator: (req) => req.caller?.keyId ?? req.ip,
+        errorResponseBuilder: () => Object.assign(new Error("rate limited"), { statusCode: 429 }),
+      });
+      await v1.register(contactRoutes(ctx));
+      await v1.register(workspaceRoutes(ctx));
+    },
+    { prefix: "/api/v1" },
+  );
+  await app.register(adminRoutes(ctx), { prefix: "/admin/v1" });
+  return app;
+}

@@ -1,0 +1,62 @@
+import type { Redis } from "ioredis";
+import { hashKey, KEY_PATTERN, sameHash } from "./keys.js";
+import type { KeyRecord, KeyStore } from "./store/keys.js";
+
+export interface Caller {
+  keyId: string;
+  workspaceId: string;
+  scopes: ReadonlySet<string>;
+  operator: boolean;
+}
+
+/**
+ * Resolves bearer keys to callers. Hits are cached for `ttlMs`; a revocation
+ * or scope change is announced on a Redis channel so every gateway copy drops
+ * the entry at once, and the short TTL bounds the damage of a lost message.
+ */
+export function keyResolver(opts: { store: KeyStore; ttlMs: number; redis: Redis; channel: string; now?: () => number }) {
+  const now = opts.now ?? Date.now;
+  const cache = new Map<string, { caller: Caller; hash: string; expires: number }>();
+  const subscriber = opts.redis.duplicate();
+  const ready = subscriber.subscribe(opts.channel).catch(() => {});
+  subscriber.on("message", (_channel, keyId: string) => drop(keyId));
+
+  function drop(keyId: string) {
+    for (const [hash, entry] of cache) if (entry.caller.keyId === keyId) cache.delete(hash);
+  }
+
+  const toCaller = (k: KeyRecord): Caller => ({
+    keyId: k.id,
+    workspaceId: k.workspaceId,
+    scopes: new Set(k.scopes),
+    operator: k.operator,
+  });
+
+  return {
+    ready,
+    async resolve(key: string): Promise<Caller | undefined> {
+      if (!KEY_PATTERN.test(key)) return undefined;
+      const hash = hashKey(key);
+      const hit = cache.get(hash);
+      if (hit && hit.expires > now() && sameHash(hit.hash, hash)) return hit.caller;
+      const record = await opts.store.findActiveByHash(hash);
+      // The lookup is by hash; the explicit constant-time check keeps it honest if that ever changes.
+      if (!record || !sameHash(record.hash, hash)) {
+        cache.delete(hash);
+        return undefined;
+      }
+      const caller = toCaller(record);
+      if (opts.ttlMs > 0) cache.set(hash, { caller, hash, expires: now() + opts.ttlMs });
+      return caller;
+    },
+    /** Drops the key here and tells every other gateway copy to do the same. */
+    async invalidate(keyId: string) {
+      drop(keyId);
+      await opts.redis.publish(opts.channel, keyId).catch(() => {});
+    },
+    async close() {
+      await subscriber.quit().catch(() => subscriber.disconnect());
+    },
+  };
+}
+export type KeyResolver = ReturnType<typeof keyResolver>;

@@ -1,0 +1,55 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import type { Caller, KeyResolver } from "../key-cache.js";
+import { errorBody } from "./errors.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    caller: Caller;
+  }
+  interface FastifyContextConfig {
+    /** The route needs one of these scopes (API.md §3). Every /api/v1 route declares it. */
+    scopes?: string[];
+    /** Learner routes: platform.read AND an operator workspace, else 403 forbidden_platform. */
+    platform?: boolean;
+  }
+}
+
+/** The workspace id always comes from the key, never from the request. */
+export const authPlugin = fp(async (app: FastifyInstance, opts: { keys: KeyResolver }) => {
+  app.decorateRequest("caller", null as unknown as Caller);
+
+  app.addHook("onRoute", (route) => {
+    if (!route.config?.scopes?.length && !route.config?.platform)
+      throw new Error(`route ${route.method} ${route.url} declares no scope`);
+  });
+
+  app.addHook("onRequest", async (req: FastifyRequest, reply) => {
+    const header = req.headers.authorization ?? "";
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    const caller = match ? await opts.keys.resolve(match[1]!) : undefined;
+    if (!caller) {
+      reply.header("www-authenticate", 'Bearer realm="funil"');
+      return reply.code(401).send(errorBody("unauthorized", "missing, malformed, unknown or revoked API key"));
+    }
+    req.caller = caller;
+    const config = req.routeOptions.config;
+    if (config.platform) {
+      if (!caller.scopes.has("platform.read") || !caller.operator)
+        return reply
+          .code(403)
+          .send(errorBody("forbidden_platform", "learner usage is only for the platform operator's key with platform.read"));
+      return;
+    }
+    const needed = config.scopes ?? [];
+    if (!needed.some((s) => caller.scopes.has(s))) {
+      return reply.code(403).send(
+        errorBody(
+          "missing_scope",
+          `this route needs the scope ${needed.join(" or ")}`,
+          needed.map((s) => ({ path: "scope", message: s })),
+        ),
+      );
+    }
+  });
+});

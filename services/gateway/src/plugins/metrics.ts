@@ -1,0 +1,27 @@
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+
+/** Prometheus text at GET /metrics: request counts and latency by route and status. */
+export const metricsPlugin = fp(async (app: FastifyInstance) => {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "funil_gateway_" });
+  const labelNames = ["method", "route", "status"] as const;
+  const requests = new Counter({ name: "funil_http_requests_total", help: "HTTP requests", labelNames, registers: [registry] });
+  const latency = new Histogram({
+    name: "funil_http_request_duration_seconds",
+    help: "HTTP request latency",
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  app.addHook("onResponse", async (req, reply) => {
+    const labels = { method: req.method, route: req.routeOptions.url ?? "unmatched", status: String(reply.statusCode) };
+    requests.inc(labels);
+    latency.observe(labels, reply.elapsedTime / 1000);
+  });
+  app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
+    reply.header("content-type", registry.contentType);
+    return registry.metrics();
+  });
+});

@@ -1,0 +1,215 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { notFound } from "@funil/rpc";
+import { z } from "zod";
+import type { GatewayContext } from "../../context.js";
+import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
+import { errorBody } from "../../plugins/errors.js";
+import { errorResponse } from "../../schemas/common.js";
+import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
+import { customField, member } from "../v1/workspace.js";
+
+const workspace = z.object({ id: z.string(), name: z.string(), operator: z.boolean(), createdAt: z.string() });
+const apiKey = z.object({
+  id: z.string(),
+  workspaceId: z.string(),
+  name: z.string(),
+  scopes: z.array(z.string()),
+  prefix: z.string(),
+  createdAt: z.string(),
+});
+const wsParam = z.strictObject({ ws: z.string().min(1).max(100) });
+const scopes = z.array(z.enum(SCOPES)).max(SCOPES.length).transform((s) => [...new Set(s)]);
+const errors = { 400: errorResponse, 401: errorResponse, 404: errorResponse, 409: errorResponse };
+
+const workspaceJson = (w: WorkspaceRecord) => ({ ...w, createdAt: w.createdAt.toISOString() });
+const keyJson = (k: KeyRecord) => ({
+  id: k.id,
+  workspaceId: k.workspaceId,
+  name: k.name,
+  scopes: k.scopes,
+  prefix: k.prefix,
+  createdAt: k.createdAt.toISOString(),
+});
+
+/**
+ * The admin API (API.md §2): operators of the installation, authenticated by
+ * ADMIN_TOKEN. Without ADMIN_TOKEN the routes do not exist.
+ */
+export const adminRoutes =
+  (ctx: GatewayContext): FastifyPluginAsyncZod =>
+  async (app) => {
+    const token = ctx.config.ADMIN_TOKEN;
+    app.addHook("onRequest", async (req, reply) => {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
+      if (!token || !match || !sameSecret(match[1]!, token))
+        return reply.code(401).send(errorBody("unauthorized", "admin routes need Authorization: Bearer <ADMIN_TOKEN>"));
+    });
+
+    async function mustWorkspace(id: string) {
+      const ws = await ctx.keyStore.getWorkspace(id);
+      if (!ws) throw notFound("workspace");
+      return ws;
+    }
+
+    app.post(
+      "/workspaces",
+      {
+        schema: {
+          tags: ["admin"],
+          body: z.strictObject({ name: z.string().min(1).max(200), operator: z.boolean().default(false) }),
+          response: { 201: workspace, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const ws = await ctx.keyStore.createWorkspace(req.body.name, req.body.operator, ctx.clock.now());
+        return reply.code(201).send(workspaceJson(ws));
+      },
+    );
+
+    app.get(
+      "/workspaces",
+      { schema: { tags: ["admin"], response: { 200: z.object({ data: z.array(workspace), nextCursor: z.null() }) } } },
+      async () => ({ data: (await ctx.keyStore.listWorkspaces()).map(workspaceJson), nextCursor: null }),
+    );
+
+    app.patch(
+      "/workspaces/:ws",
+      {
+        schema: {
+          tags: ["admin"],
+          params: wsParam,
+          body: z.strictObject({ name: z.string().min(1).max(200).optional(), operator: z.boolean().optional() }),
+          response: { 200: workspace, ...errors },
+        },
+      },
+      async (req) => {
+        const ws = await ctx.keyStore.updateWorkspace(req.params.ws, req.body, ctx.clock.now());
+        if (!ws) await mustWorkspace(req.params.ws);
+        // The operator flag is part of every cached caller of this workspace.
+        for (const key of await ctx.sql`select id from api_keys where workspace_id = ${req.params.ws}`)
+          await ctx.keys.invalidate(key.id as string);
+        return workspaceJson(ws!);
+      },
+    );
+
+    app.post(
+      "/workspaces/:ws/keys",
+      {
+        schema: {
+          tags: ["admin"],
+          params: wsParam,
+          body: z.strictObject({ name: z.string().min(1).max(200), scopes }),
+          response: { 201: z.object({ key: apiKey, secret: z.string() }), ...errors },
+        },
+      },
+      async (req, reply) => {
+        await mustWorkspace(req.params.ws);
+        const secret = generateKey();
+        const key = await ctx.keyStore.createKey(
+          req.params.ws,
+          { name: req.body.name, scopes: req.body.scopes, prefix: secret.slice(0, 8), hash: hashKey(secret) },
+          ctx.clock.now(),
+        );
+        return reply.code(201).send({ key: keyJson(key), secret });
+      },
+    );
+
+    app.patch(
+      "/keys/:id",
+      {
+        schema: {
+          tags: ["admin"],
+          params: z.strictObject({ id: z.string().min(1).max(100) }),
+          body: z.strictObject({ scopes }),
+          response: { 200: apiKey, ...errors },
+        },
+      },
+      async (req) => {
+        const key = await ctx.keyStore.setScopes(req.params.id, req.body.scopes, ctx.clock.now());
+        if (!key) throw notFound("active key");
+        await ctx.keys.invalidate(key.id);
+        return keyJson(key);
+      },
+    );
+
+    app.delete(
+      "/keys/:id",
+      { schema: { tags: ["admin"], params: z.strictObject({ id: z.string().min(1).max(100) }) } },
+      async (req, reply) => {
+        const revoked = await ctx.keyStore.revoke(req.params.id, ctx.clock.now());
+        if (!revoked) throw notFound("key");
+        await ctx.keys.invalidate(req.params.id);
+        return reply.code(204).send();
+      },
+    );
+
+    app.post(
+      "/workspaces/:ws/members",
+      {
+        schema: {
+          tags: ["admin"],
+          params: wsParam,
+          body: z.strictObject({
+            name: z.string().min(1).max(200),
+            email: z.email().max(200),
+            role: z.string().min(1).max(60),
+            active: z.boolean().optional(),
+          }),
+          response: { 201: member, ...errors },
+        },
+      },
+      async (req, reply) => {
+        await mustWorkspace(req.params.ws);
+        const res = await ctx.crm.members.createMember({ workspaceId: req.params.ws, ...req.body });
+        return reply.code(201).send(res.member!);
+      },
+    );
+
+    app.patch(
+      "/workspaces/:ws/members/:id",
+      {
+        schema: {
+          tags: ["admin"],
+          params: z.strictObject({ ws: z.string().min(1).max(100), id: z.string().min(1).max(100) }),
+          body: z.strictObject({
+            name: z.string().min(1).max(200).optional(),
+            role: z.string().min(1).max(60).optional(),
+            active: z.boolean().optional(),
+          }),
+          response: { 200: member, ...errors },
+        },
+      },
+      async (req) => {
+        await mustWorkspace(req.params.ws);
+        const res = await ctx.crm.members.updateMember({ workspaceId: req.params.ws, id: req.params.id, ...req.body });
+        return res.member!;
+      },
+    );
+
+    app.post(
+      "/workspaces/:ws/custom-fields",
+      {
+        schema: {
+          tags: ["admin"],
+          params: wsParam,
+          body: z.strictObject({
+            entity: z.enum(["contact", "opportunity"]),
+            fieldKey: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "a letter, then letters, digits or _ (64 at most)"),
+            label: z.string().min(1).max(200),
+            type: z.enum(["text", "number", "boolean", "date", "select"]),
+            options: z.array(z.string().min(1).max(200)).max(200).optional(),
+          }),
+          response: { 201: customField, ...errors },
+        },
+      },
+      async (req, reply) => {
+        await mustWorkspace(req.params.ws);
+        const res = await ctx.crm.customFields.createCustomField({
+          workspaceId: req.params.ws,
+          ...req.body,
+          options: req.body.options ?? [],
+        });
+        return reply.code(201).send(res.customField as never);
+      },
+    );
+  };

@@ -1,0 +1,149 @@
+import { create } from "@bufbuild/protobuf";
+import { type Contact, type ContactFields, ContactFieldsSchema, ContactSchema } from "@funil/contracts";
+import { toApiJson } from "@funil/rpc";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { GatewayContext } from "../../context.js";
+import { errorResponse, idParam } from "../../schemas/common.js";
+import {
+  contact,
+  contactDetail,
+  contactList,
+  listContactsQuery,
+  patchContactBody,
+  upsertContactBody,
+} from "../../schemas/contacts.js";
+
+const read = { scopes: ["contacts.read"] };
+const write = { scopes: ["contacts.write"] };
+const errors = { 400: errorResponse, 401: errorResponse, 403: errorResponse, 404: errorResponse, 409: errorResponse };
+
+export const contactJson = (c: Contact | undefined) => toApiJson(ContactSchema, c!) as z.infer<typeof contact>;
+
+type Body = z.infer<typeof patchContactBody>;
+
+/**
+ * The body as the proto's set/clear triple: a value sets, an explicit null
+ * clears (PATCH) or is ignored (upsert), an absent key is untouched.
+ */
+function toFields(body: Body): ContactFields {
+  const { tags, customFields, utm, ...texts } = body;
+  const fields = create(ContactFieldsSchema, {});
+  const clear: string[] = [];
+  for (const [k, v] of Object.entries(texts)) {
+    if (v === null) clear.push(k);
+    else if (v !== undefined) (fields as unknown as Record<string, string>)[k] = v;
+  }
+  if (tags === null) clear.push("tags");
+  else if (tags) fields.tags = { $typeName: "funil.crm.v1.StringList", values: tags };
+  if (customFields === null) clear.push("customFields");
+  else if (customFields) fields.customFields = customFields as never;
+  if (utm === null) clear.push("utm");
+  else if (utm) fields.utm = utm as never;
+  fields.clear = clear;
+  return fields;
+}
+
+export const contactRoutes =
+  (ctx: GatewayContext): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.get(
+      "/contacts",
+      {
+        config: read,
+        schema: {
+          tags: ["contacts"],
+          summary: "List contacts",
+          querystring: listContactsQuery,
+          response: { 200: contactList, ...errors },
+        },
+      },
+      async (req) => {
+        const res = await ctx.crm.contacts.listContacts({ workspaceId: req.caller.workspaceId, ...req.query });
+        return { data: res.data.map(contactJson), nextCursor: res.nextCursor ?? null };
+      },
+    );
+
+    app.get(
+      "/contacts/:id",
+      {
+        config: read,
+        schema: {
+          tags: ["contacts"],
+          summary: "Read one contact, with its first and last human touch",
+          params: idParam,
+          response: { 200: contactDetail, ...errors },
+        },
+      },
+      async (req) => {
+        const res = await ctx.crm.contacts.getContact({ workspaceId: req.caller.workspaceId, id: req.params.id });
+        // Human touches come from the timeline service, which has its own issue: null until it exists.
+        return { ...contactJson(res.contact), firstHumanTouchAt: null, lastHumanTouchAt: null };
+      },
+    );
+
+    app.post(
+      "/contacts",
+      {
+        config: write,
+        schema: {
+          tags: ["contacts"],
+          summary: "Create or update a contact (upsert by phone, then e-mail)",
+          body: upsertContactBody,
+          response: { 200: contact, 201: contact, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const res = await ctx.crm.contacts.upsertContact({
+          workspaceId: req.caller.workspaceId,
+          fields: toFields(req.body),
+        });
+        return reply.code(res.created ? 201 : 200).send(contactJson(res.contact));
+      },
+    );
+
+    app.patch(
+      "/contacts/:id",
+      {
+        config: write,
+        schema: {
+          tags: ["contacts"],
+          summary: "Partial update: absent = untouched, null = cleared",
+          params: idParam,
+          body: patchContactBody,
+          response: { 200: contact, ...errors },
+        },
+      },
+      async (req) => {
+        const res = await ctx.crm.contacts.updateContact({
+          workspaceId: req.caller.workspaceId,
+          id: req.params.id,
+          fields: toFields(req.body),
+        });
+        return contactJson(res.contact);
+      },
+    );
+
+    for (const action of ["archive", "unarchive"] as const) {
+      app.post(
+        `/contacts/:id/${action}`,
+        {
+          config: write,
+          schema: {
+            tags: ["contacts"],
+            summary: action === "archive" ? "Archive a contact (soft, reversible)" : "Bring an archived contact back",
+            params: idParam,
+            response: { 200: contact, ...errors },
+          },
+        },
+        async (req) => {
+          const input = { workspaceId: req.caller.workspaceId, id: req.params.id };
+          const res =
+            action === "archive"
+              ? await ctx.crm.contacts.archiveContact(input)
+              : await ctx.crm.contacts.unarchiveContact(input);
+          return contactJson(res.contact);
+        },
+      );
+    }
+  };

@@ -1,0 +1,69 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { GatewayContext } from "../../context.js";
+import { errorResponse } from "../../schemas/common.js";
+
+export const customField = z
+  .object({
+    id: z.string(),
+    entity: z.enum(["contact", "opportunity"]),
+    fieldKey: z.string(),
+    label: z.string(),
+    type: z.enum(["text", "number", "boolean", "date", "select"]),
+    options: z.array(z.string()),
+    createdAt: z.string(),
+  })
+  .meta({ id: "CustomField" });
+
+export const member = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    email: z.string(),
+    role: z.string(),
+    active: z.boolean(),
+    createdAt: z.string(),
+  })
+  .meta({ id: "Member" });
+
+const errors = { 400: errorResponse, 401: errorResponse, 403: errorResponse };
+
+export const workspaceRoutes =
+  (ctx: GatewayContext): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.get(
+      "/custom-fields",
+      {
+        config: { scopes: ["contacts.read", "opportunities.read"] },
+        schema: {
+          tags: ["custom fields"],
+          summary: "List the custom-field definitions (the fieldKeys accepted in customFields)",
+          querystring: z.object({ entity: z.enum(["contact", "opportunity"]).optional() }),
+          response: { 200: z.object({ data: z.array(customField), nextCursor: z.null() }), ...errors },
+        },
+      },
+      async (req) => {
+        const res = await ctx.crm.customFields.listCustomFields({
+          workspaceId: req.caller.workspaceId,
+          entity: req.query.entity,
+        });
+        return { data: res.data.map((f) => ({ ...f, entity: f.entity as "contact", type: f.type as "text" })), nextCursor: null };
+      },
+    );
+
+    app.get(
+      "/members",
+      {
+        config: { scopes: ["members.read"] },
+        schema: {
+          tags: ["members"],
+          summary: "List workspace members, deactivated ones included",
+          response: { 200: z.object({ data: z.array(member), nextCursor: z.null() }), ...errors },
+        },
+      },
+      async (req) => {
+        const res = await ctx.crm.members.listMembers({ workspaceId: req.caller.workspaceId });
+        return { data: res.data.map(({ $typeName: _, ...m }) => m), nextCursor: null };
+      },
+    );
+  };

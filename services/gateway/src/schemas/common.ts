@@ -1,0 +1,37 @@
+import { z } from "zod";
+
+/** ISO-8601 with an offset (API.md §1); anything else is a 400. */
+export const timestamp = z.iso.datetime({ offset: true, message: "must be an ISO-8601 timestamp with offset" });
+
+export const limit = (defaultValue: number) =>
+  z.coerce
+    .number({ message: "limit must be an integer" })
+    .int("limit must be an integer")
+    .min(1, "limit must be between 1 and 500")
+    .max(500, "limit must be between 1 and 500")
+    .default(defaultValue);
+
+export const cursor = z.string().min(1).max(1000);
+
+export const idParam = z.strictObject({ id: z.string().min(1).max(200) });
+
+export const errorResponse = z
+  .object({
+    error: z.object({
+      code: z.string(),
+      message: z.string(),
+      details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    }),
+  })
+  .meta({ id: "Error" });
+
+export const page = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), nextCursor: z.string().nullable() });
+
+/** A string field of a body: trimmed length bound; null where the route allows it. */
+export const text = (max = 500) => z.string().max(max, `at most ${max} characters`);
+
+/** JSON values of customFields: any type, bounded in size. */
+export const customFieldsInput = z
+  .record(z.string().min(1).max(64), z.unknown())
+  .refine((v) => Object.keys(v).length <= 100, "at most 100 custom fields")
+  .refine((v) => JSON.stringify(v).length <= 32_768, "customFields is too large (32 KiB at most)");

@@ -1,0 +1,57 @@
+import { type Clock, createLogger, naming, systemClock } from "@funil/config";
+import { ContactService, CustomFieldService, MemberService } from "@funil/contracts";
+import { migrate, openDatabase } from "@funil/db";
+import { rpcClient, startRpcServer } from "@funil/rpc";
+import { Redis } from "ioredis";
+import { fileURLToPath } from "node:url";
+import { buildApp } from "./app.js";
+import { authServiceRoutes } from "./auth-service.js";
+import type { GatewayConfig } from "./config.js";
+import { keyResolver } from "./key-cache.js";
+import { keyStore } from "./store/keys.js";
+
+const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
+
+/** Starts the public HTTP app and the internal Auth service; stop() drains both. */
+export async function startGateway(config: GatewayConfig, clock: Clock = systemClock) {
+  const log = createLogger("gateway", config.LOG_LEVEL);
+  const names = naming(config.FUNIL_ENV);
+  const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"));
+  await migrate(sql, migrations);
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  const store = keyStore(sql);
+  const keys = keyResolver({ store, ttlMs: config.KEY_CACHE_TTL_MS, redis, channel: `funil:${config.FUNIL_ENV ?? "default"}:keys` });
+  await keys.ready;
+  const timeout = config.UPSTREAM_TIMEOUT_MS;
+  const ctx = {
+    config,
+    clock,
+    sql,
+    redis,
+    keys,
+    keyStore: store,
+    crm: {
+      contacts: rpcClient(ContactService, config.CRM_URL, timeout),
+      customFields: rpcClient(CustomFieldService, config.CRM_URL, timeout),
+      members: rpcClient(MemberService, config.CRM_URL, timeout),
+    },
+  };
+  const app = await buildApp(ctx);
+  const auth = await startRpcServer({ port: config.AUTH_PORT, host: config.AUTH_HOST, log, routes: authServiceRoutes(store) });
+  const address = await app.listen({ port: config.PORT, host: config.HOST });
+  log.info({ address, authPort: auth.port }, "gateway listening");
+
+  return {
+    app,
+    ctx,
+    url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`,
+    authPort: auth.port,
+    async stop() {
+      await app.close();
+      await auth.close();
+      await keys.close();
+      redis.disconnect();
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
