@@ -64,7 +64,8 @@ export function publisher(nc: NatsConnection) {
 export interface ConsumerSpec {
   stream: string;
   durable: string;
-  filterSubjects: string[];
+  /** One subject (wildcards allowed): NATS 2.9 has no filter_subjects. */
+  filterSubject: string;
   maxDeliver?: number;
   ackWaitMs?: number;
 }
@@ -83,7 +84,7 @@ export async function consume(
   const config = {
     durable_name: spec.durable,
     ack_policy: AckPolicy.Explicit,
-    filter_subjects: spec.filterSubjects,
+    filter_subject: spec.filterSubject,
     max_deliver: spec.maxDeliver ?? -1,
     ack_wait: nanos(spec.ackWaitMs ?? 30_000),
   };

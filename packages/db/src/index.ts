@@ -2,3 +2,4 @@ export * from "./client.js";
 export * from "./ids.js";
 export * from "./migrate.js";
 export * from "./outbox.js";
+export * from "./idempotency.js";

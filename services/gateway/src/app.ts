@@ -17,6 +17,13 @@ import { adminRoutes } from "./routes/admin/index.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
 
+function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\u0000");
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value && typeof value === "object") return Object.entries(value).some(([k, v]) => k.includes("\u0000") || hasNul(v));
+  return false;
+}
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The gateway as a Fastify app: server.ts starts and stops it, tests build it directly. */
@@ -36,6 +43,11 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   app.setSerializerCompiler(serializerCompiler);
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
+  });
+  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route.
+  app.addHook("preValidation", async (req, reply) => {
+    if (hasNul(req.body) || hasNul(req.query))
+      return reply.code(400).send(errorBody("validation_failed", "strings may not contain the NUL character (\\u0000)"));
   });
 
   await app.register(errorsPlugin);

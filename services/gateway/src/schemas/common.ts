@@ -11,7 +11,8 @@ export const limit = (defaultValue: number) =>
     .max(500, "limit must be between 1 and 500")
     .default(defaultValue);
 
-export const cursor = z.string().min(1).max(1000);
+// Long or malformed cursors are judged by the service, which answers invalid_cursor.
+export const cursor = z.string().min(1).max(10_000);
 
 export const idParam = z.strictObject({ id: z.string().min(1).max(200) });
 

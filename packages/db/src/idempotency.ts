@@ -1,0 +1,171 @@
+import { createHash } from "node:crypto";
+import { isUniqueViolation, type Sql, type TransactionSql } from "./client.js";
+
+/**
+ * Idempotency-Key (API.md §9), shared by every service that creates things
+ * under a key (crm deals, scheduling appointments). The key row lives in the
+ * owning service's database (table idempotency_keys, core migration), and is
+ * claimed in the same transaction as the work it guards: either both commit
+ * or neither does, so "created exactly once" is decided by the database.
+ */
+
+/** What a client gets back: an HTTP status and a JSON body. */
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+}
+
+export interface IdempotencyRequest {
+  workspaceId: string;
+  key: string;
+  /** sha256 of method, path and canonical body (see requestFingerprint). */
+  fingerprint: string;
+}
+
+export type IdempotencyConflict = "idempotency_key_in_use" | "idempotency_key_reused";
+
+/** The key is held by a request in flight, or was used for another request. */
+export class IdempotencyKeyError extends Error {
+  constructor(
+    readonly code: IdempotencyConflict,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type IdempotentResult<T> = { replayed: false; value: T } | { replayed: true; response: StoredResponse };
+
+export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+export interface IdempotencyOptions<T> {
+  now: Date;
+  retentionMs?: number;
+  /** The response remembered for a successful result. */
+  respond: (value: T) => StoredResponse;
+  /**
+   * The response remembered for a failure, or undefined when the failure must
+   * not be remembered (5xx, 400 validation_failed): then nothing of the
+   * request is kept and the key stays free for a retry.
+   */
+  rememberError: (err: unknown) => StoredResponse | undefined;
+}
+
+/**
+ * Runs `work` at most once per (workspace, key):
+ * - first request: claims the key, runs the work in the same transaction and
+ *   stores its response (success or a remembered failure) before committing;
+ * - same key and fingerprint later, within the retention: the stored response,
+ *   marked replayed;
+ * - same key, another fingerprint: IdempotencyKeyError idempotency_key_reused;
+ * - same key while the first request's transaction is open:
+ *   IdempotencyKeyError idempotency_key_in_use (no waiting).
+ * A transaction-scoped advisory lock on the key tells "in flight" apart
+ * without blocking; the primary key of idempotency_keys is the final guard.
+ */
+export async function withIdempotency<T>(
+  sql: Sql,
+  req: IdempotencyRequest,
+  opts: IdempotencyOptions<T>,
+  work: (tx: TransactionSql) => Promise<T>,
+): Promise<IdempotentResult<T>> {
+  const cutoff = new Date(opts.now.getTime() - (opts.retentionMs ?? IDEMPOTENCY_RETENTION_MS));
+  type Outcome = IdempotentResult<T> | { failed: unknown };
+  let outcome: Outcome;
+  try {
+    outcome = await sql.begin(async (tx): Promise<Outcome> => {
+      const [lock] = await tx<{ locked: boolean }[]>`
+        select pg_try_advisory_xact_lock(hashtextextended(${`idem:${req.workspaceId}:${req.key}`}, 0)) as locked`;
+      if (!lock?.locked) throw inUse();
+      // A row older than the retention is as good as absent: take it over.
+      const claimed = await tx`
+        insert into idempotency_keys (workspace_id, key, fingerprint, status, created_at)
+        values (${req.workspaceId}, ${req.key}, ${req.fingerprint}, 'in_flight', ${opts.now})
+        on conflict (workspace_id, key) do update
+          set fingerprint = excluded.fingerprint, status = 'in_flight', response_status = null,
+              response_body = null, created_at = excluded.created_at
+          where idempotency_keys.created_at < ${cutoff}
+        returning 1`;
+      if (claimed.length === 0) {
+        const [row] = await tx<{ fingerprint: string; status: string; responseStatus: number; responseBody: unknown }[]>`
+          select fingerprint, status, response_status, response_body from idempotency_keys
+          where workspace_id = ${req.workspaceId} and key = ${req.key}`;
+        if (!row || row.status !== "completed") throw inUse();
+        if (row.fingerprint !== req.fingerprint)
+          throw new IdempotencyKeyError(
+            "idempotency_key_reused",
+            "this Idempotency-Key was already used for a request with another method, path or body",
+          );
+        return { replayed: true, response: { status: row.responseStatus, body: row.responseBody } };
+      }
+      let result: { value: T } | { failed: unknown; response: StoredResponse };
+      try {
+        result = { value: await tx.savepoint((sp) => work(sp)) };
+      } catch (err) {
+        const response = opts.rememberError(err);
+        if (!response) throw err;
+        result = { failed: err, response };
+      }
+      const stored = "value" in result ? opts.respond(result.value) : result.response;
+      await tx`
+        update idempotency_keys
+        set status = 'completed', response_status = ${stored.status}, response_body = ${tx.json(stored.body as never)}
+        where workspace_id = ${req.workspaceId} and key = ${req.key}`;
+      return "value" in result ? { replayed: false, value: result.value } : { failed: result.failed };
+    });
+  } catch (err) {
+    // Two first requests that slipped past each other: the primary key decided.
+    if (isUniqueViolation(err, "idempotency_keys_pkey")) throw inUse();
+    throw err;
+  }
+  if ("failed" in outcome) throw outcome.failed;
+  return outcome;
+}
+
+function inUse() {
+  return new IdempotencyKeyError(
+    "idempotency_key_in_use",
+    "a request with this Idempotency-Key is still being processed; retry later",
+  );
+}
+
+/** Deletes the keys older than the retention; returns how many. */
+export async function deleteExpiredIdempotencyKeys(sql: Sql, now: Date, retentionMs = IDEMPOTENCY_RETENTION_MS) {
+  const rows = await sql`
+    delete from idempotency_keys where created_at < ${new Date(now.getTime() - retentionMs)} returning 1`;
+  return rows.length;
+}
+
+/** Periodic cleanup for a service process; stop() ends it. */
+export function startIdempotencyCleanup(opts: {
+  sql: Sql;
+  now: () => Date;
+  intervalMs?: number;
+  retentionMs?: number;
+  onError?: (err: unknown) => void;
+}) {
+  const run = () => {
+    deleteExpiredIdempotencyKeys(opts.sql, opts.now(), opts.retentionMs).catch((err) => opts.onError?.(err));
+  };
+  const timer = setInterval(run, opts.intervalMs ?? 10 * 60_000);
+  timer.unref();
+  run();
+  return { stop: () => clearInterval(timer) };
+}
+
+/** JSON with object keys sorted at every depth, so equal bodies have equal text. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+}
+
+/** The fingerprint of a request: sha256 of method, path and canonical body. */
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash("sha256")
+    .update(`${method.toUpperCase()}\n${path}\n${canonicalJson(body ?? null)}`)
+    .digest("hex");
+}

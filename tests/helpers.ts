@@ -1,0 +1,144 @@
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { inject } from "vitest";
+
+export interface Response {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read JSON bodies freely
+  body: any;
+  headers: Headers;
+}
+
+export const ALL_SCOPES = [
+  "contacts.read",
+  "contacts.write",
+  "opportunities.read",
+  "opportunities.write",
+  "calendars.read",
+  "calendars.write",
+  "tasks.read",
+  "tasks.write",
+  "interactions.read",
+  "members.read",
+  "webhooks.manage",
+  "platform.read",
+];
+
+export const gatewayUrl = () => inject("gatewayUrl");
+
+/** One HTTP call; the body is parsed when it is JSON. */
+export async function request(
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === "string" ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)["content-type"] ??= "application/json";
+  }
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {}
+  return { status: res.status, body: parsed, headers: res.headers };
+}
+
+export function admin(method: string, path: string, body?: unknown) {
+  return request(method, `${gatewayUrl()}/admin/v1${path}`, body, {
+    authorization: `Bearer ${inject("adminToken")}`,
+  });
+}
+
+export interface Workspace {
+  id: string;
+  key: string;
+  keyId: string;
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  admin(method: string, path: string, body?: unknown): Promise<Response>;
+}
+
+/** A fresh workspace with a key (all scopes unless told otherwise), through the admin API. */
+export async function newWorkspace(opts: { scopes?: string[]; operator?: boolean; name?: string } = {}): Promise<Workspace> {
+  const ws = await admin("POST", "/workspaces", { name: opts.name ?? "Test workspace", operator: opts.operator ?? false });
+  if (ws.status !== 201) throw new Error(`workspace: ${ws.status} ${JSON.stringify(ws.body)}`);
+  const key = await admin("POST", `/workspaces/${ws.body.id}/keys`, { name: "test", scopes: opts.scopes ?? ALL_SCOPES });
+  if (key.status !== 201) throw new Error(`key: ${key.status} ${JSON.stringify(key.body)}`);
+  return withKey(ws.body.id, key.body.secret, key.body.key.id);
+}
+
+export function withKey(workspaceId: string, key: string, keyId = ""): Workspace {
+  return {
+    id: workspaceId,
+    key,
+    keyId,
+    call: (method, path, body, headers = {}) =>
+      request(method, `${gatewayUrl()}/api/v1${path}`, body, { authorization: `Bearer ${key}`, ...headers }),
+    admin,
+  };
+}
+
+/** A second key of the same workspace with other scopes. */
+export async function keyFor(ws: Workspace, scopes: string[]): Promise<Workspace> {
+  const key = await admin("POST", `/workspaces/${ws.id}/keys`, { name: "scoped", scopes });
+  return withKey(ws.id, key.body.secret, key.body.key.id);
+}
+
+export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error("waitFor: timed out");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Reads the domain events of the test stack from JetStream (stream
+ * TEST_EVENTS), starting a second ago, through an ordered consumer.
+ */
+export async function eventsSubscriber() {
+  const nc = await connect({ servers: inject("natsUrl") });
+  const js = jetstream(nc);
+  const consumer = await js.consumers.get("TEST_EVENTS", {
+    filter_subjects: "test.events.>",
+    deliver_policy: DeliverPolicy.StartTime,
+    opt_start_time: new Date(Date.now() - 1000).toISOString(),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: envelopes are free JSON
+  const seen: any[] = [];
+  let notify = () => {};
+  const messages = await consumer.consume();
+  (async () => {
+    for await (const m of messages) {
+      seen.push(m.json());
+      notify();
+    }
+  })().catch(() => {});
+  return {
+    // biome-ignore lint/suspicious/noExplicitAny: envelopes are free JSON
+    async next(type: string, predicate: (e: any) => boolean = () => true, timeoutMs = 10_000): Promise<any> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const i = seen.findIndex((e) => e.type === type && predicate(e));
+        if (i >= 0) return seen.splice(i, 1)[0];
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`no ${type} event within ${timeoutMs} ms`);
+        await new Promise<void>((r) => {
+          notify = r;
+          setTimeout(r, Math.min(left, 200));
+        });
+      }
+    },
+    /** Every event seen so far of a type, for "emitted nothing" assertions. */
+    all: (type: string) => seen.filter((e) => e.type === type),
+    async close() {
+      messages.stop();
+      await nc.close();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import type { TestProject } from "vitest/node";
+import postgres from "postgres";
+// @ts-expect-error: plain ESM script without types, shared with `npm start`
+import { ensureInfra } from "../../scripts/infra.mjs";
+// @ts-expect-error: plain ESM script without types, shared with `npm start`
+import { startStack } from "../../scripts/stack.mjs";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    gatewayUrl: string;
+    adminToken: string;
+    natsUrl: string;
+    funilEnv: string;
+    authUrl: string;
+    crmUrl: string;
+  }
+}
+
+/**
+ * The whole stack, started once for the run from the built services, on free
+ * ports, with FUNIL_ENV=test: its own databases, streams and subjects, so a
+ * development stack on the same machine is never touched.
+ */
+export default async function setup(project: TestProject) {
+  const env = {
+    ...process.env,
+    FUNIL_ENV: "test",
+    LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+    RATE_LIMIT_MAX: "100000",
+    WEBHOOK_ALLOW_HTTP: "true",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+  };
+  delete env.PORT;
+  for (const name of Object.keys(env)) if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+  await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
+
+  // A clean slate: the previous run's test databases go.
+  const server = postgres(env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", { max: 1, onnotice: () => {} });
+  for (const { datname } of await server`select datname from pg_database where datname like 'funil\\_test\\_%'`)
+    await server.unsafe(`drop database if exists "${datname}" with (force)`);
+  await server.end();
+
+  const stack = await startStack({ env, port: 0, stdio: process.env.STACK_LOG ?? "ignore" });
+  project.provide("gatewayUrl", stack.gatewayUrl);
+  project.provide("adminToken", stack.adminToken);
+  project.provide("natsUrl", env.NATS_URL ?? "nats://127.0.0.1:4222");
+  project.provide("funilEnv", "test");
+  project.provide("authUrl", stack.env.AUTH_URL);
+  project.provide("crmUrl", stack.env.CRM_URL);
+  return async () => {
+    await stack.stop();
+  };
+}
