@@ -62,10 +62,18 @@ export interface Workspace {
 }
 
 /** A fresh workspace with a key (all scopes unless told otherwise), through the admin API. */
-export async function newWorkspace(opts: { scopes?: string[]; operator?: boolean; name?: string } = {}): Promise<Workspace> {
-  const ws = await admin("POST", "/workspaces", { name: opts.name ?? "Test workspace", operator: opts.operator ?? false });
+export async function newWorkspace(
+  opts: { scopes?: string[]; operator?: boolean; name?: string } = {},
+): Promise<Workspace> {
+  const ws = await admin("POST", "/workspaces", {
+    name: opts.name ?? "Test workspace",
+    operator: opts.operator ?? false,
+  });
   if (ws.status !== 201) throw new Error(`workspace: ${ws.status} ${JSON.stringify(ws.body)}`);
-  const key = await admin("POST", `/workspaces/${ws.body.id}/keys`, { name: "test", scopes: opts.scopes ?? ALL_SCOPES });
+  const key = await admin("POST", `/workspaces/${ws.body.id}/keys`, {
+    name: "test",
+    scopes: opts.scopes ?? ALL_SCOPES,
+  });
   if (key.status !== 201) throw new Error(`key: ${key.status} ${JSON.stringify(key.body)}`);
   return withKey(ws.body.id, key.body.secret, key.body.key.id);
 }

@@ -42,7 +42,13 @@ describe("POST /contacts (upsert)", () => {
     });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ name: "Maria", status: "active", tags: ["lead"], customFields: {} });
-    expect(res.body.utm).toEqual({ source: "google", medium: null, campaign: null, term: null, content: null });
+    expect(res.body.utm).toEqual({
+      source: "google",
+      medium: null,
+      campaign: null,
+      term: null,
+      content: null,
+    });
     expect(res.body.id).toMatch(/^ct_/);
     expect(res.body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(res.body).not.toHaveProperty("firstHumanTouchAt");
@@ -55,7 +61,10 @@ describe("POST /contacts (upsert)", () => {
     const samePhone = await ws.call("POST", "/contacts", { phone: phone.replace(/\D/g, "") });
     expect(samePhone.status).toBe(200);
     expect(samePhone.body.id).toBe(a.body.id);
-    const sameMail = await ws.call("POST", "/contacts", { email: b.body.email.toUpperCase(), company: "Acme" });
+    const sameMail = await ws.call("POST", "/contacts", {
+      email: b.body.email.toUpperCase(),
+      company: "Acme",
+    });
     expect(sameMail.status).toBe(200);
     expect(sameMail.body.id).toBe(b.body.id);
     expect(sameMail.body.company).toBe("Acme");
@@ -63,7 +72,12 @@ describe("POST /contacts (upsert)", () => {
 
   it("SPEC §2 Contact: name only fills an empty name; tags are added, never removed; nothing is erased", async () => {
     const phone = uniquePhone();
-    const first = await ws.call("POST", "/contacts", { phone, tags: ["a", "b"], company: "Old Co", customFields: { plan: "free" } });
+    const first = await ws.call("POST", "/contacts", {
+      phone,
+      tags: ["a", "b"],
+      company: "Old Co",
+      customFields: { plan: "free" },
+    });
     const named = await ws.call("POST", "/contacts", { phone, name: "First name" });
     expect(named.body.name).toBe("First name");
     const again = await ws.call("POST", "/contacts", {
@@ -155,7 +169,11 @@ describe("PATCH /contacts/{id}", () => {
       tags: ["x", "y"],
       utm: { source: "s", medium: "m" },
     });
-    const res = await ws.call("PATCH", `/contacts/${c.body.id}`, { company: null, tags: ["z"], utm: { medium: null } });
+    const res = await ws.call("PATCH", `/contacts/${c.body.id}`, {
+      company: null,
+      tags: ["z"],
+      utm: { medium: null },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ name: "Pat", company: null, notes: "n", tags: ["z"] });
     expect(res.body.utm).toMatchObject({ source: "s", medium: null });
@@ -163,8 +181,13 @@ describe("PATCH /contacts/{id}", () => {
   });
 
   it("API §5 PATCH: customFields merged key by key, a null value removes the key", async () => {
-    const c = await ws.call("POST", "/contacts", { phone: uniquePhone(), customFields: { plan: "pro", seats: 2 } });
-    const res = await ws.call("PATCH", `/contacts/${c.body.id}`, { customFields: { seats: null, vip: true, birthday: "1990-05-01" } });
+    const c = await ws.call("POST", "/contacts", {
+      phone: uniquePhone(),
+      customFields: { plan: "pro", seats: 2 },
+    });
+    const res = await ws.call("PATCH", `/contacts/${c.body.id}`, {
+      customFields: { seats: null, vip: true, birthday: "1990-05-01" },
+    });
     expect(res.status).toBe(200);
     expect(res.body.customFields).toEqual({ plan: "pro", vip: true, birthday: "1990-05-01" });
   });
@@ -187,14 +210,19 @@ describe("PATCH /contacts/{id}", () => {
       expect(res.body.error.details[0].path).toBe(`customFields.${key}`);
     }
     // Upsert validates the same way, and a definition of the other entity does not count.
-    const viaUpsert = await ws.call("POST", "/contacts", { phone: uniquePhone(), customFields: { seats: "x" } });
+    const viaUpsert = await ws.call("POST", "/contacts", {
+      phone: uniquePhone(),
+      customFields: { seats: "x" },
+    });
     expect(viaUpsert.status).toBe(400);
   });
 
   it("API §1 contact_conflict: a PATCH giving a contact another contact's phone or e-mail → 409", async () => {
     const a = await ws.call("POST", "/contacts", { phone: uniquePhone(), email: `ca${seq}@example.com` });
     const b = await ws.call("POST", "/contacts", { phone: uniquePhone() });
-    const phone = await ws.call("PATCH", `/contacts/${b.body.id}`, { phone: a.body.phone.replace(/\D/g, "") });
+    const phone = await ws.call("PATCH", `/contacts/${b.body.id}`, {
+      phone: a.body.phone.replace(/\D/g, ""),
+    });
     expect(phone.status).toBe(409);
     expect(phone.body.error.code).toBe("contact_conflict");
     const email = await ws.call("PATCH", `/contacts/${b.body.id}`, { email: a.body.email.toUpperCase() });
@@ -244,7 +272,10 @@ describe("archive and unarchive", () => {
     expect(archived.body.data.map((x: { id: string }) => x.id)).toContain(c.body.id);
     const back = await ws.call("POST", `/contacts/${c.body.id}/unarchive`);
     expect(back.body.status).toBe("active");
-    const evt = await events.next("contact.updated", (e) => e.data.id === c.body.id && e.data.status === "archived");
+    const evt = await events.next(
+      "contact.updated",
+      (e) => e.data.id === c.body.id && e.data.status === "archived",
+    );
     expect(evt.workspaceId).toBe(ws.id);
   });
 });
@@ -292,7 +323,9 @@ describe("GET /contacts and GET /contacts/{id}", () => {
 
   it("SPEC §8: the default limit of contacts is 50", async () => {
     const big = await newWorkspace();
-    await Promise.all(Array.from({ length: 52 }, (_, i) => big.call("POST", "/contacts", { email: `d${i}@x.io` })));
+    await Promise.all(
+      Array.from({ length: 52 }, (_, i) => big.call("POST", "/contacts", { email: `d${i}@x.io` })),
+    );
     const res = await big.call("GET", "/contacts");
     expect(res.body.data).toHaveLength(50);
     expect(res.body.nextCursor).not.toBeNull();
@@ -342,7 +375,17 @@ describe("GET /contacts and GET /contacts/{id}", () => {
   it("SPEC §4: tag filter, and the length rules of query, email, phone and tag", async () => {
     const odd = await lw.call("GET", "/contacts?tag=odd");
     expect(odd.body.data).toHaveLength(3);
-    for (const q of ["query=", `query=${"x".repeat(201)}`, "email=ab", "phone=12", `phone=${"1".repeat(41)}`, "tag=", `tag=${"t".repeat(61)}`, "status=deleted", "createdAfter=yesterday"]) {
+    for (const q of [
+      "query=",
+      `query=${"x".repeat(201)}`,
+      "email=ab",
+      "phone=12",
+      `phone=${"1".repeat(41)}`,
+      "tag=",
+      `tag=${"t".repeat(61)}`,
+      "status=deleted",
+      "createdAfter=yesterday",
+    ]) {
       const res = await lw.call("GET", `/contacts?${q}`);
       expect(res.status, q).toBe(400);
     }

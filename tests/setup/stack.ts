@@ -1,5 +1,5 @@
-import type { TestProject } from "vitest/node";
 import postgres from "postgres";
+import type { TestProject } from "vitest/node";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { ensureInfra } from "../../scripts/infra.mjs";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
@@ -22,7 +22,7 @@ declare module "vitest" {
  * development stack on the same machine is never touched.
  */
 export default async function setup(project: TestProject) {
-  const env = {
+  const env: Record<string, string | undefined> = {
     ...process.env,
     FUNIL_ENV: "test",
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
@@ -31,12 +31,18 @@ export default async function setup(project: TestProject) {
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
   };
   delete env.PORT;
-  for (const name of Object.keys(env)) if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+  for (const name of Object.keys(env))
+    if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
   await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
 
   // A clean slate: the previous run's test databases go.
-  const server = postgres(env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", { max: 1, onnotice: () => {} });
-  for (const { datname } of await server`select datname from pg_database where datname like 'funil\\_test\\_%'`)
+  const server = postgres(env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", {
+    max: 1,
+    onnotice: () => {},
+  });
+  for (const {
+    datname,
+  } of await server`select datname from pg_database where datname like 'funil\\_test\\_%'`)
     await server.unsafe(`drop database if exists "${datname}" with (force)`);
   await server.end();
 

@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { baseEnv, ConfigError, loadConfig, naming, port } from "./index.js";
+
+describe("configuration (DESIGN: parsed once with zod; a bad value names the variable)", () => {
+  const schema = baseEnv.extend({ CRM_PORT: port.default(7001) });
+
+  it("applies the defaults of API §13", () => {
+    const c = loadConfig(schema, {});
+    expect(c).toMatchObject({
+      DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
+      REDIS_URL: "redis://127.0.0.1:6379",
+      NATS_URL: "nats://127.0.0.1:4222",
+      CRM_PORT: 7001,
+    });
+  });
+
+  it("a bad value stops with a message naming the variable", () => {
+    expect(() => loadConfig(schema, { CRM_PORT: "abc" })).toThrow(ConfigError);
+    expect(() => loadConfig(schema, { CRM_PORT: "abc" })).toThrow(/CRM_PORT/);
+    expect(() => loadConfig(schema, { FUNIL_ENV: "Bad Env" })).toThrow(/FUNIL_ENV/);
+  });
+
+  it("API §13 FUNIL_ENV: databases funil_<env>_<service>, streams <ENV>_<NAME>, subjects prefixed <env>.", () => {
+    expect(naming("test")).toMatchObject({});
+    const n = naming("test");
+    expect(n.database("crm")).toBe("funil_test_crm");
+    expect(n.stream("EVENTS")).toBe("TEST_EVENTS");
+    expect(n.subject("ingest.call")).toBe("test.ingest.call");
+    const prod = naming(undefined);
+    expect([prod.database("crm"), prod.stream("EVENTS"), prod.subject("events.x")]).toEqual([
+      "funil_crm",
+      "EVENTS",
+      "events.x",
+    ]);
+  });
+});

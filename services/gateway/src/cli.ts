@@ -1,0 +1,180 @@
+#!/usr/bin/env node
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/**
+ * The admin CLI (`npm run admin -- <command>`, `npm run seed`): a thin client
+ * of the admin API. It finds the gateway and the admin token in the
+ * environment (GATEWAY_URL, ADMIN_TOKEN), else in the file `npm start` writes
+ * (.data/stack[-<FUNIL_ENV>].json).
+ */
+const SCOPES = [
+  "contacts.read",
+  "contacts.write",
+  "opportunities.read",
+  "opportunities.write",
+  "calendars.read",
+  "calendars.write",
+  "tasks.read",
+  "tasks.write",
+  "interactions.read",
+  "members.read",
+  "webhooks.manage",
+  "platform.read",
+];
+
+const USAGE = `usage: npm run admin -- <command>
+  workspace:create <name> [--operator]
+  workspace:list
+  key:create <workspaceId> <name> [scope,scope,…]   (default: every scope)
+  key:scopes <keyId> <scope,scope,…>
+  key:revoke <keyId>
+  member:create <workspaceId> <name> <email> <role>
+  member:deactivate <workspaceId> <memberId>
+  custom-field:create <workspaceId> <contact|opportunity> <fieldKey> <label> <type> [option,option,…]
+  seed                                              demo workspace, members, pipeline, calendar, key
+environment: GATEWAY_URL (default http://127.0.0.1:$PORT or 8080), ADMIN_TOKEN`;
+
+function stackFile() {
+  const env = process.env.FUNIL_ENV;
+  const file = fileURLToPath(new URL(`../../../.data/stack${env ? `-${env}` : ""}.json`, import.meta.url));
+  if (!existsSync(file)) return {};
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as { gatewayUrl?: string; adminToken?: string };
+  } catch {
+    return {};
+  }
+}
+
+const saved = stackFile();
+const base = process.env.GATEWAY_URL ?? saved.gatewayUrl ?? `http://127.0.0.1:${process.env.PORT ?? 8080}`;
+const token = process.env.ADMIN_TOKEN ?? saved.adminToken;
+
+async function call(method: string, path: string, body?: unknown) {
+  if (!token) throw new Error("ADMIN_TOKEN is not set (npm start prints the one it generated)");
+  const res = await fetch(`${base}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  }).catch((err: Error) => {
+    throw new Error(`cannot reach the gateway at ${base}: ${err.message} (is npm start running?)`);
+  });
+  const text = await res.text();
+  const json = text ? JSON.parse(text) : null;
+  if (!res.ok)
+    throw Object.assign(new Error(`${method} ${path} → ${res.status} ${text}`), { status: res.status });
+  return json;
+}
+
+const list = (s: string | undefined) =>
+  s
+    ? s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean)
+    : [];
+const print = (v: unknown) => console.log(JSON.stringify(v, null, 2));
+
+async function seed() {
+  const ws = await call("POST", "/workspaces", { name: "Demo Vendas", operator: true });
+  const members = [];
+  for (const [name, email, role] of [
+    ["Olivia Owner", "olivia@demo.funil", "owner"],
+    ["Otávio Operador", "otavio@demo.funil", "operador"],
+    ["Ana Atendente", "ana@demo.funil", "atendente"],
+    ["Vera Visualizadora", "vera@demo.funil", "visualizador"],
+  ])
+    members.push(await call("POST", `/workspaces/${ws.id}/members`, { name, email, role }));
+  for (const field of [
+    {
+      entity: "contact",
+      fieldKey: "plan",
+      label: "Plano",
+      type: "select",
+      options: ["free", "pro", "enterprise"],
+    },
+    { entity: "contact", fieldKey: "seats", label: "Licenças", type: "number" },
+    { entity: "opportunity", fieldKey: "segment", label: "Segmento", type: "text" },
+  ])
+    await call("POST", `/workspaces/${ws.id}/custom-fields`, field);
+  // Pipelines and calendars belong to services that may not be part of this installation yet.
+  const optional = async (what: string, path: string, body: unknown) => {
+    try {
+      return await call("POST", path, body);
+    } catch (err) {
+      if ((err as { status?: number }).status === 404)
+        console.error(`(skipped ${what}: not available in this installation)`);
+      else throw err;
+    }
+  };
+  const pipeline = await optional("pipeline", `/workspaces/${ws.id}/pipelines`, {
+    name: "Vendas",
+    stages: [{ name: "Novo" }, { name: "Qualificado" }, { name: "Proposta" }, { name: "Fechamento" }],
+  });
+  const calendar = await optional("calendar", `/workspaces/${ws.id}/calendars`, {
+    key: "demo",
+    name: "Demonstração",
+    durationMin: 30,
+    dailyCap: 8,
+    timezone: "America/Sao_Paulo",
+    assigneeUserIds: members.slice(1, 3).map((m) => m.id),
+    availability: [1, 2, 3, 4, 5].map((weekday) => ({ weekday, start: "09:00", end: "18:00" })),
+  });
+  const key = await call("POST", `/workspaces/${ws.id}/keys`, { name: "demo key", scopes: SCOPES });
+  print({ workspace: ws, pipelineId: pipeline?.id ?? null, calendarId: calendar?.id ?? null, key: key.key });
+  console.log(`\nYour API key (shown once): ${key.secret}`);
+  console.log(`Try: curl -s ${base}/api/v1/members -H "Authorization: Bearer ${key.secret}"`);
+}
+
+async function main(argv: string[]) {
+  const [command, ...args] = argv;
+  switch (command) {
+    case "workspace:create":
+      return print(
+        await call("POST", "/workspaces", { name: args[0], operator: args.includes("--operator") }),
+      );
+    case "workspace:list":
+      return print(await call("GET", "/workspaces"));
+    case "key:create": {
+      const scopes = args[2] ? list(args[2]) : SCOPES;
+      const res = await call("POST", `/workspaces/${args[0]}/keys`, { name: args[1], scopes });
+      print(res.key);
+      return console.log(`\nsecret (shown once): ${res.secret}`);
+    }
+    case "key:scopes":
+      return print(await call("PATCH", `/keys/${args[0]}`, { scopes: list(args[1]) }));
+    case "key:revoke":
+      await call("DELETE", `/keys/${args[0]}`);
+      return console.log("revoked");
+    case "member:create":
+      return print(
+        await call("POST", `/workspaces/${args[0]}/members`, {
+          name: args[1],
+          email: args[2],
+          role: args[3],
+        }),
+      );
+    case "member:deactivate":
+      return print(await call("PATCH", `/workspaces/${args[0]}/members/${args[1]}`, { active: false }));
+    case "custom-field:create":
+      return print(
+        await call("POST", `/workspaces/${args[0]}/custom-fields`, {
+          entity: args[1],
+          fieldKey: args[2],
+          label: args[3],
+          type: args[4],
+          ...(args[5] ? { options: list(args[5]) } : {}),
+        }),
+      );
+    case "seed":
+      return seed();
+    default:
+      console.error(USAGE);
+      process.exitCode = command ? 2 : 0;
+  }
+}
+
+main(process.argv.slice(2)).catch((err: Error) => {
+  console.error(`error: ${err.message}`);
+  process.exit(1);
+});
