@@ -7,7 +7,11 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const GEN = "packages/contracts/src/gen";
 
 function run(command, args, capture = false) {
-  const result = spawnSync(command, args, { cwd: root, stdio: capture ? ["ignore", "pipe", "inherit"] : "inherit", encoding: "utf8" });
+  const result = spawnSync(command, args, {
+    cwd: root,
+    stdio: capture ? ["ignore", "pipe", "inherit"] : "inherit",
+    encoding: "utf8",
+  });
   if (result.status !== 0) {
     console.error(`${command} ${args.join(" ")} failed${result.error ? `: ${result.error.message}` : ""}`);
     process.exit(1);
@@ -16,7 +20,7 @@ function run(command, args, capture = false) {
 }
 
 // --no: use the project's own buf, never fetch a package that happens to be called "buf".
-run("npx", ["--no", "buf", "generate"]);
+run("npx", ["--no", "--", "buf", "generate"]);
 const changes = run("git", ["status", "--porcelain", "--", GEN], true);
 if (changes.trim()) {
   // The stat covers changed files; the porcelain list also shows new and deleted ones.

@@ -47,7 +47,13 @@ export async function ensureInfra({
   log = (msg) => console.log(msg),
 } = {}) {
   const servers = [
-    { name: "PostgreSQL", variable: "DATABASE_URL", url: databaseUrl, defaultPort: 5432, start: startPostgres },
+    {
+      name: "PostgreSQL",
+      variable: "DATABASE_URL",
+      url: databaseUrl,
+      defaultPort: 5432,
+      start: startPostgres,
+    },
     { name: "Redis", variable: "REDIS_URL", url: redisUrl, defaultPort: 6379, start: startRedis },
     { name: "NATS", variable: "NATS_URL", url: natsUrl, defaultPort: 4222, start: startNats },
   ];
@@ -60,7 +66,9 @@ export async function ensureInfra({
       continue;
     }
     if (!LOCAL_HOSTS.has(host)) {
-      throw new Error(`${server.name}: nothing answers at ${host}:${port} (${server.variable}=${server.url})`);
+      throw new Error(
+        `${server.name}: nothing answers at ${host}:${port} (${server.variable}=${server.url})`,
+      );
     }
     const bind = host === "::1" ? "::1" : "127.0.0.1";
     log(`${server.name}: nothing answers on ${host}:${port}; starting a private instance in ${dataDir}`);
@@ -83,8 +91,18 @@ export async function stopPrivateInfra(dataDir = path.join(ROOT, ".data")) {
   const pgData = path.join(dataDir, "pg");
   if (fs.existsSync(path.join(pgData, "postmaster.pid"))) {
     const pgCtl = path.join(postgresBinDir(), "pg_ctl");
-    await run(...asPostgres(pgCtl, ["stop", "-D", pgData, "-m", "fast", "-w", "-t", "30"]));
-    stopped.push("postgresql");
+    // The pid file outlives a crash: pg_ctl status tells whether a server really runs there.
+    const running = await run(...asPostgres(pgCtl, ["status", "-D", pgData])).then(
+      () => true,
+      () => false,
+    );
+    if (running) {
+      await runOrExplain(
+        asPostgres(pgCtl, ["stop", "-D", pgData, "-m", "fast", "-w", "-t", "30"]),
+        "pg_ctl stop",
+      );
+      stopped.push("postgresql");
+    }
   }
   for (const [name, program] of [
     ["redis", "redis-server"],
@@ -116,7 +134,10 @@ async function waitListening(name, host, port, logFile, exited) {
     if (exited?.code !== undefined) break;
     await sleep(100);
   }
-  const why = exited?.code !== undefined ? `exited (${exited.code})` : `did not answer within ${START_TIMEOUT_MS / 1000} s`;
+  const why =
+    exited?.code !== undefined
+      ? `exited (${exited.code})`
+      : `did not answer within ${START_TIMEOUT_MS / 1000} s`;
   throw new Error(`${name} on ${host}:${port} ${why}. Last lines of ${logFile}:\n${tail(logFile)}`);
 }
 
@@ -130,14 +151,34 @@ async function startPostgres({ bind, port, dataDir }) {
   if (isRoot()) await run("chown", ["-R", "postgres:postgres", pgData]);
   if (!fs.existsSync(path.join(pgData, "PG_VERSION"))) {
     await runOrExplain(
-      asPostgres(path.join(bin, "initdb"), ["-D", pgData, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale"]),
+      asPostgres(path.join(bin, "initdb"), [
+        "-D",
+        pgData,
+        "-U",
+        "postgres",
+        "--auth=trust",
+        "-E",
+        "UTF8",
+        "--no-locale",
+      ]),
       "initdb",
     );
   }
   // pg_ctl passes -o through a shell, hence the quoting of the socket folder.
   const options = `-p ${port} -k '${pgData}' -c listen_addresses='${bind}'`;
   await runOrExplain(
-    asPostgres(path.join(bin, "pg_ctl"), ["start", "-D", pgData, "-l", path.join(pgData, "postgres.log"), "-w", "-t", "30", "-o", options]),
+    asPostgres(path.join(bin, "pg_ctl"), [
+      "start",
+      "-D",
+      pgData,
+      "-l",
+      path.join(pgData, "postgres.log"),
+      "-w",
+      "-t",
+      "30",
+      "-o",
+      options,
+    ]),
     "pg_ctl start",
   );
 }
@@ -146,17 +187,18 @@ async function startRedis({ bind, port, dataDir }) {
   const program = findProgram("redis-server", "redis-server");
   const dir = path.join(dataDir, "redis");
   fs.mkdirSync(dir, { recursive: true });
-  await runOrExplain(
-    [
-      program,
-      [
-        "--port", String(port), "--bind", bind, "--daemonize", "yes", "--dir", dir,
-        "--save", "", "--appendonly", "no",
-        "--logfile", path.join(dir, "redis.log"), "--pidfile", path.join(dir, "redis.pid"),
-      ],
-    ],
-    "redis-server",
-  );
+  const settings = {
+    port,
+    bind,
+    daemonize: "yes",
+    dir,
+    save: "",
+    appendonly: "no",
+    logfile: path.join(dir, "redis.log"),
+    pidfile: path.join(dir, "redis.pid"),
+  };
+  const args = Object.entries(settings).flatMap(([name, value]) => [`--${name}`, String(value)]);
+  await runOrExplain([program, args], "redis-server");
 }
 
 async function startNats({ bind, port, dataDir }) {
@@ -164,7 +206,19 @@ async function startNats({ bind, port, dataDir }) {
   const dir = path.join(dataDir, "nats");
   fs.mkdirSync(dir, { recursive: true });
   const logFile = path.join(dir, "nats.log");
-  const args = ["-a", bind, "-p", String(port), "-js", "-sd", dir, "-l", logFile, "-P", path.join(dir, "nats.pid")];
+  const args = [
+    "-a",
+    bind,
+    "-p",
+    String(port),
+    "-js",
+    "-sd",
+    dir,
+    "-l",
+    logFile,
+    "-P",
+    path.join(dir, "nats.pid"),
+  ];
   // Detached into its own session so that Ctrl-C on this terminal does not reach it.
   const child = spawn(program, args, { detached: true, stdio: "ignore" });
   const exited = {};

@@ -97,10 +97,10 @@ export async function startStack(opts = {}) {
     for (const name of SERVICES.filter((n) => fs.existsSync(mainOf(n)))) {
       const child = launch(name);
       const servicePort = Number(env[`${name.toUpperCase()}_PORT`]);
-      await waitReady(child, `port ${servicePort}`, () => isListening("127.0.0.1", servicePort));
+      await waitReady(children, child, `port ${servicePort}`, () => isListening("127.0.0.1", servicePort));
     }
     const gateway = launch("gateway");
-    await waitReady(gateway, `GET /readyz on port ${port}`, () => readyz(port));
+    await waitReady(children, gateway, `GET /readyz on port ${port}`, () => readyz(port));
     started = true;
   } catch (err) {
     await stop();
@@ -135,18 +135,24 @@ function startChild(name, main, cwd, env, output) {
   return entry;
 }
 
-/** Polls check() until it is true; fails early, with the child's last output, when the child exits. */
-async function waitReady(child, what, check) {
+/**
+ * Polls check() until it is true. Fails early, with the last output of the one that died, when any of
+ * the children started so far exits: a service that falls over while the next one starts counts too.
+ */
+async function waitReady(children, child, what, check) {
   const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (child.exit.code === undefined) {
+  const anyExit = Promise.race(children.map((c) => c.exited));
+  const exited = () => children.find((c) => c.exit.code !== undefined);
+  while (!exited()) {
     if (await check()) return;
     if (Date.now() > deadline) {
       throw new Error(`${child.name}: no ${what} within ${READY_TIMEOUT_MS / 1000} s${lastOutput(child)}`);
     }
-    await Promise.race([sleep(100), child.exited]);
+    await Promise.race([sleep(100), anyExit]);
   }
-  const { code, signal } = child.exit;
-  throw new Error(`${child.name} exited during start (${signal ?? `code ${code}`})${lastOutput(child)}`);
+  const dead = exited();
+  const { code, signal } = dead.exit;
+  throw new Error(`${dead.name} exited during start (${signal ?? `code ${code}`})${lastOutput(dead)}`);
 }
 
 async function readyz(port) {
@@ -173,7 +179,7 @@ function openOutput(stdio) {
   if (stdio === "inherit") return { inherit: true, write() {}, close() {} };
   if (stdio === "ignore") return { write() {}, close() {} };
   if (stdio === "prefix") {
-    const color = process.stdout.isTTY && !process.env.NO_COLOR;
+    const color = process.stdout.isTTY;
     const colorOf = new Map();
     return {
       write(name, line) {

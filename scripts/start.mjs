@@ -52,12 +52,22 @@ try {
   process.exit(1);
 }
 
+// The admin CLI (services/gateway/src/cli.ts) finds this stack's gateway and token here, per FUNIL_ENV.
+const stackFile = path.join(root, ".data", `stack${env.FUNIL_ENV ? `-${env.FUNIL_ENV}` : ""}.json`);
+fs.mkdirSync(path.dirname(stackFile), { recursive: true });
+fs.writeFileSync(
+  stackFile,
+  `${JSON.stringify({ gatewayUrl: stack.gatewayUrl, adminToken: stack.adminToken, pid: process.pid })}\n`,
+  { mode: 0o600 },
+);
+
 let stopping = false;
 async function shutdown(code) {
   if (stopping) return;
   stopping = true;
   say("stopping…");
   await stack.stop();
+  fs.rmSync(stackFile, { force: true });
   process.exit(code);
 }
 process.on("SIGINT", () => shutdown(0));
@@ -75,7 +85,10 @@ const api = `${stack.gatewayUrl}/api/v1`;
 const lines = [`API:  ${api}`, `Docs: ${stack.gatewayUrl}/docs`];
 if (!env.ADMIN_TOKEN) {
   // The seed CLI must reach this same stack, so the hint repeats what sets it apart from the default one.
-  const extra = [env.FUNIL_ENV && `FUNIL_ENV=${env.FUNIL_ENV}`, stack.env.PORT !== "8080" && `PORT=${stack.env.PORT}`];
+  const extra = [
+    env.FUNIL_ENV && `FUNIL_ENV=${env.FUNIL_ENV}`,
+    stack.env.PORT !== "8080" && `PORT=${stack.env.PORT}`,
+  ];
   const prefix = [`ADMIN_TOKEN=${stack.adminToken}`, ...extra.filter(Boolean)].join(" ");
   lines.push(
     `Admin token (generated): ${stack.adminToken}`,
