@@ -1,6 +1,7 @@
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { inject } from "vitest";
+import { SCOPES } from "../services/gateway/src/keys.js";
 
 export interface Response {
   status: number;
@@ -9,20 +10,7 @@ export interface Response {
   headers: Headers;
 }
 
-export const ALL_SCOPES = [
-  "contacts.read",
-  "contacts.write",
-  "opportunities.read",
-  "opportunities.write",
-  "calendars.read",
-  "calendars.write",
-  "tasks.read",
-  "tasks.write",
-  "interactions.read",
-  "members.read",
-  "webhooks.manage",
-  "platform.read",
-];
+export const ALL_SCOPES = [...SCOPES];
 
 export const gatewayUrl = () => inject("gatewayUrl");
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { SCOPES } from "./keys.js";
 
 /**
  * The admin CLI (`npm run admin -- <command>`, `npm run seed`): a thin client
@@ -8,20 +9,6 @@ import { fileURLToPath } from "node:url";
  * environment (GATEWAY_URL, ADMIN_TOKEN), else in the file `npm start` writes
  * (.data/stack[-<FUNIL_ENV>].json).
  */
-const SCOPES = [
-  "contacts.read",
-  "contacts.write",
-  "opportunities.read",
-  "opportunities.write",
-  "calendars.read",
-  "calendars.write",
-  "tasks.read",
-  "tasks.write",
-  "interactions.read",
-  "members.read",
-  "webhooks.manage",
-  "platform.read",
-];
 
 const USAGE = `usage: npm run admin -- <command>
   workspace:create <name> [--operator]
@@ -120,7 +107,7 @@ async function seed() {
     assigneeUserIds: members.slice(1, 3).map((m) => m.id),
     availability: [1, 2, 3, 4, 5].map((weekday) => ({ weekday, start: "09:00", end: "18:00" })),
   });
-  const key = await call("POST", `/workspaces/${ws.id}/keys`, { name: "demo key", scopes: SCOPES });
+  const key = await call("POST", `/workspaces/${ws.id}/keys`, { name: "demo key", scopes: [...SCOPES] });
   print({ workspace: ws, pipelineId: pipeline?.id ?? null, calendarId: calendar?.id ?? null, key: key.key });
   console.log(`\nYour API key (shown once): ${key.secret}`);
   console.log(`Try: curl -s ${base}/api/v1/members -H "Authorization: Bearer ${key.secret}"`);
@@ -136,7 +123,7 @@ async function main(argv: string[]) {
     case "workspace:list":
       return print(await call("GET", "/workspaces"));
     case "key:create": {
-      const scopes = args[2] ? list(args[2]) : SCOPES;
+      const scopes = args[2] ? list(args[2]) : [...SCOPES];
       const res = await call("POST", `/workspaces/${args[0]}/keys`, { name: args[1], scopes });
       print(res.key);
       return console.log(`\nsecret (shown once): ${res.secret}`);

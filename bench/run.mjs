@@ -1,0 +1,102 @@
+// Load and scale benchmarks (`npm run bench`): starts its own stack (FUNIL_ENV=bench), fills a workspace,
+// then drives the gateway with autocannon on loopback. Bounded in count and time; prints a Markdown table
+// and writes it to bench/RESULTS.md. Numbers depend on the machine: compare runs on the same one.
+import { writeFileSync } from "node:fs";
+import autocannon from "autocannon";
+import { ensureInfra } from "../scripts/infra.mjs";
+import { startStack } from "../scripts/stack.mjs";
+
+const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 20_000);
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+
+const env = { ...process.env, FUNIL_ENV: "bench", LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000" };
+for (const name of Object.keys(env)) if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+delete env.PORT;
+await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
+const stack = await startStack({ env, port: 0, stdio: "ignore" });
+const base = stack.gatewayUrl;
+
+async function call(method, path, body, key) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key ?? stack.adminToken}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return res.status === 204 ? null : res.json();
+}
+
+try {
+  const ws = await call("POST", "/admin/v1/workspaces", { name: "bench" });
+  const { secret: key } = await call("POST", `/admin/v1/workspaces/${ws.id}/keys`, {
+    name: "bench",
+    scopes: ["contacts.read", "contacts.write", "members.read"],
+  });
+  const started = Date.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < CONTACTS) {
+        const i = next++;
+        await call(
+          "POST",
+          "/api/v1/contacts",
+          { name: `Contact ${i} São`, phone: `+55 11 9${String(i).padStart(8, "0")}`, email: `c${i}@bench.io`, tags: [i % 10 === 0 ? "vip" : "std"] },
+          key,
+        );
+      }
+    }),
+  );
+  const fillSeconds = (Date.now() - started) / 1000;
+  const deep = await (async () => {
+    let cursor = null;
+    for (let seen = 0; seen < CONTACTS - 500; seen += 500) {
+      const page = await call("GET", `/api/v1/contacts?limit=500${cursor ? `&cursor=${cursor}` : ""}`, undefined, key);
+      cursor = page.nextCursor;
+    }
+    return cursor;
+  })();
+  const one = (await call("GET", "/api/v1/contacts?limit=1", undefined, key)).data[0];
+
+  const scenarios = [
+    ["GET /contacts (first page, limit 50)", { path: "/api/v1/contacts" }],
+    [`GET /contacts (page at depth ${CONTACTS - 500})`, { path: `/api/v1/contacts?limit=50&cursor=${deep}` }],
+    ["GET /contacts?tag=vip", { path: "/api/v1/contacts?tag=vip" }],
+    ["GET /contacts?query=9000123 (trigram search)", { path: "/api/v1/contacts?query=9000123" }],
+    ["GET /contacts?email=… (exact)", { path: "/api/v1/contacts?email=c777%40bench.io" }],
+    ["GET /contacts/{id}", { path: `/api/v1/contacts/${one.id}` }],
+    [
+      "POST /contacts (upsert of an existing contact)",
+      { path: "/api/v1/contacts", method: "POST", body: JSON.stringify({ phone: one.phone, tags: ["std"] }) },
+    ],
+  ];
+  const rows = [];
+  for (const [name, opts] of scenarios) {
+    const result = await autocannon({
+      url: `${base}${opts.path}`,
+      method: opts.method ?? "GET",
+      body: opts.body,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      connections: CONNECTIONS,
+      duration: DURATION,
+    });
+    const errors = result.non2xx + result.errors;
+    rows.push(
+      `| ${name} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${errors} |`,
+    );
+    process.stderr.write(`${rows.at(-1)}\n`);
+  }
+  const table = [
+    `Workspace of ${CONTACTS} contacts (filled through the API in ${fillSeconds.toFixed(1)} s, ${Math.round(CONTACTS / fillSeconds)} upserts/s with 16 clients).`,
+    `${CONNECTIONS} connections, ${DURATION} s per row, gateway + crm + PostgreSQL + Redis on one ${process.platform} machine.`,
+    "",
+    "| scenario | req/s | p50 ms | p99 ms | non-2xx |",
+    "|---|---|---|---|---|",
+    ...rows,
+  ].join("\n");
+  console.log(table);
+  writeFileSync(new URL("./RESULTS.md", import.meta.url), `# Benchmark results\n\n${new Date().toISOString()}\n\n${table}\n`);
+} finally {
+  await stack.stop();
+}
