@@ -1,5 +1,10 @@
 // Generated code only lives under gen/ (npm run generate); this file re-exports it.
 export * from "./gen/funil/crm/v1/contacts_pb.js";
 export * from "./gen/funil/crm/v1/custom_fields_pb.js";
+export * from "./gen/funil/crm/v1/deals_pb.js";
+export * from "./gen/funil/crm/v1/funnel_pb.js";
 export * from "./gen/funil/crm/v1/members_pb.js";
+export * from "./gen/funil/crm/v1/notes_pb.js";
+export * from "./gen/funil/crm/v1/pipelines_pb.js";
+export * from "./gen/funil/crm/v1/tasks_pb.js";
 export * from "./gen/funil/gateway/v1/auth_pb.js";

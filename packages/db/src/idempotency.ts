@@ -34,7 +34,9 @@ export class IdempotencyKeyError extends Error {
   }
 }
 
-export type IdempotentResult<T> = { replayed: false; value: T } | { replayed: true; response: StoredResponse };
+export type IdempotentResult<T> =
+  | { replayed: false; value: T }
+  | { replayed: true; response: StoredResponse };
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -87,10 +89,12 @@ export async function withIdempotency<T>(
           where idempotency_keys.created_at < ${cutoff}
         returning 1`;
       if (claimed.length === 0) {
-        const [row] = await tx<{ fingerprint: string; status: string; responseStatus: number; responseBody: unknown }[]>`
+        const [row] = await tx<
+          { fingerprint: string; status: string; responseStatus: number; responseBody: unknown }[]
+        >`
           select fingerprint, status, response_status, response_body from idempotency_keys
           where workspace_id = ${req.workspaceId} and key = ${req.key}`;
-        if (!row || row.status !== "completed") throw inUse();
+        if (row?.status !== "completed") throw inUse();
         if (row.fingerprint !== req.fingerprint)
           throw new IdempotencyKeyError(
             "idempotency_key_reused",
@@ -100,7 +104,7 @@ export async function withIdempotency<T>(
       }
       let result: { value: T } | { failed: unknown; response: StoredResponse };
       try {
-        result = { value: await tx.savepoint((sp) => work(sp)) };
+        result = { value: (await tx.savepoint((sp) => work(sp))) as T };
       } catch (err) {
         const response = opts.rememberError(err);
         if (!response) throw err;
@@ -130,7 +134,11 @@ function inUse() {
 }
 
 /** Deletes the keys older than the retention; returns how many. */
-export async function deleteExpiredIdempotencyKeys(sql: Sql, now: Date, retentionMs = IDEMPOTENCY_RETENTION_MS) {
+export async function deleteExpiredIdempotencyKeys(
+  sql: Sql,
+  now: Date,
+  retentionMs = IDEMPOTENCY_RETENTION_MS,
+) {
   const rows = await sql`
     delete from idempotency_keys where created_at < ${new Date(now.getTime() - retentionMs)} returning 1`;
   return rows.length;
@@ -156,7 +164,8 @@ export function startIdempotencyCleanup(opts: {
 /** JSON with object keys sorted at every depth, so equal bodies have equal text. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
+  if (Array.isArray(value))
+    return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
   const entries = Object.entries(value as Record<string, unknown>)
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

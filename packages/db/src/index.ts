@@ -1,5 +1,5 @@
 export * from "./client.js";
+export * from "./idempotency.js";
 export * from "./ids.js";
 export * from "./migrate.js";
 export * from "./outbox.js";
-export * from "./idempotency.js";

@@ -96,8 +96,16 @@ function uniqueTags(tags: string[]): string[] {
  * other field is set when a non-empty value is sent; nothing is ever erased.
  * `dropEmail` leaves the e-mail out when it belongs to another contact.
  */
-export function fillForUpsert(current: ContactState, input: ContactChanges, opts: { dropEmail: boolean }): ContactState {
-  const next: ContactState = { ...current, tags: [...current.tags], customFields: { ...current.customFields } };
+export function fillForUpsert(
+  current: ContactState,
+  input: ContactChanges,
+  opts: { dropEmail: boolean },
+): ContactState {
+  const next: ContactState = {
+    ...current,
+    tags: [...current.tags],
+    customFields: { ...current.customFields },
+  };
   for (const field of TEXT_FIELDS) {
     const value = input[field];
     if (!present(value)) continue;
@@ -107,7 +115,8 @@ export function fillForUpsert(current: ContactState, input: ContactChanges, opts
   }
   if (input.tags) next.tags = uniqueTags([...current.tags, ...input.tags]);
   if (input.customFields) {
-    for (const [k, v] of Object.entries(input.customFields)) if (v !== null && v !== "") next.customFields[k] = v;
+    for (const [k, v] of Object.entries(input.customFields))
+      if (v !== null && v !== "") next.customFields[k] = v;
   }
   if (input.utm) {
     next.utm = { ...current.utm };
@@ -130,7 +139,8 @@ export function applyPatch(current: ContactState, patch: ContactChanges): Contac
   }
   if ("tags" in patch) next.tags = uniqueTags(patch.tags ?? []);
   if ("customFields" in patch) {
-    next.customFields = patch.customFields === null ? {} : mergeCustomFields(current.customFields, patch.customFields!);
+    next.customFields =
+      patch.customFields === null ? {} : mergeCustomFields(current.customFields, patch.customFields!);
   }
   if ("utm" in patch) {
     if (patch.utm === null) next.utm = {};

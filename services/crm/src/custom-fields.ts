@@ -12,7 +12,9 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{
 function typeError(def: FieldDefinition, value: unknown): string | undefined {
   switch (def.type) {
     case "text":
-      return typeof value === "string" && value.length <= 10_000 ? undefined : "must be a string (at most 10000 characters)";
+      return typeof value === "string" && value.length <= 10_000
+        ? undefined
+        : "must be a string (at most 10000 characters)";
     case "number":
       return typeof value === "number" && Number.isFinite(value) ? undefined : "must be a number";
     case "boolean":
@@ -33,7 +35,10 @@ function typeError(def: FieldDefinition, value: unknown): string | undefined {
  * must be the fieldKey of a definition and every value must match its type.
  * A null value is allowed where the caller means "remove this key".
  */
-export function checkCustomFields(values: Record<string, unknown>, definitions: FieldDefinition[]): ErrorDetail[] {
+export function checkCustomFields(
+  values: Record<string, unknown>,
+  definitions: FieldDefinition[],
+): ErrorDetail[] {
   const byKey = new Map(definitions.map((d) => [d.fieldKey, d]));
   const problems: ErrorDetail[] = [];
   for (const [key, value] of Object.entries(values)) {

@@ -1,6 +1,15 @@
 import type { Client } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
-import type { ContactService, CustomFieldService, MemberService } from "@funil/contracts";
+import type {
+  ContactService,
+  CustomFieldService,
+  FunnelService,
+  MemberService,
+  NoteService,
+  OpportunityService,
+  PipelineService,
+  TaskService,
+} from "@funil/contracts";
 import type { Sql } from "@funil/db";
 import type { Redis } from "ioredis";
 import type { GatewayConfig } from "./config.js";
@@ -19,5 +28,10 @@ export interface GatewayContext {
     contacts: Client<typeof ContactService>;
     customFields: Client<typeof CustomFieldService>;
     members: Client<typeof MemberService>;
+    pipelines: Client<typeof PipelineService>;
+    opportunities: Client<typeof OpportunityService>;
+    funnel: Client<typeof FunnelService>;
+    tasks: Client<typeof TaskService>;
+    notes: Client<typeof NoteService>;
   };
 }

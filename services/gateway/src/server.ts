@@ -1,9 +1,18 @@
+import { fileURLToPath } from "node:url";
 import { type Clock, createLogger, naming, systemClock } from "@funil/config";
-import { ContactService, CustomFieldService, MemberService } from "@funil/contracts";
+import {
+  ContactService,
+  CustomFieldService,
+  FunnelService,
+  MemberService,
+  NoteService,
+  OpportunityService,
+  PipelineService,
+  TaskService,
+} from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
 import { rpcClient, startRpcServer } from "@funil/rpc";
 import { Redis } from "ioredis";
-import { fileURLToPath } from "node:url";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
 import type { GatewayConfig } from "./config.js";
@@ -20,7 +29,12 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
   await migrate(sql, migrations);
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
   const store = keyStore(sql);
-  const keys = keyResolver({ store, ttlMs: config.KEY_CACHE_TTL_MS, redis, channel: `funil:${config.FUNIL_ENV ?? "default"}:keys` });
+  const keys = keyResolver({
+    store,
+    ttlMs: config.KEY_CACHE_TTL_MS,
+    redis,
+    channel: `funil:${config.FUNIL_ENV ?? "default"}:keys`,
+  });
   await keys.ready;
   const timeout = config.UPSTREAM_TIMEOUT_MS;
   const ctx = {
@@ -34,10 +48,20 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
       contacts: rpcClient(ContactService, config.CRM_URL, timeout),
       customFields: rpcClient(CustomFieldService, config.CRM_URL, timeout),
       members: rpcClient(MemberService, config.CRM_URL, timeout),
+      pipelines: rpcClient(PipelineService, config.CRM_URL, timeout),
+      opportunities: rpcClient(OpportunityService, config.CRM_URL, timeout),
+      funnel: rpcClient(FunnelService, config.CRM_URL, timeout),
+      tasks: rpcClient(TaskService, config.CRM_URL, timeout),
+      notes: rpcClient(NoteService, config.CRM_URL, timeout),
     },
   };
   const app = await buildApp(ctx);
-  const auth = await startRpcServer({ port: config.AUTH_PORT, host: config.AUTH_HOST, log, routes: authServiceRoutes(store) });
+  const auth = await startRpcServer({
+    port: config.AUTH_PORT,
+    host: config.AUTH_HOST,
+    log,
+    routes: authServiceRoutes(store),
+  });
   const address = await app.listen({ port: config.PORT, host: config.HOST });
   log.info({ address, authPort: auth.port }, "gateway listening");
 

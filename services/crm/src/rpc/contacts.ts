@@ -3,13 +3,20 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
   type Contact,
-  ContactSchema,
   type ContactFields,
+  ContactSchema,
   type ContactService,
   UtmSchema,
 } from "@funil/contracts";
-import { decodeCursor, encodeCursor, invalid, notFound, type ErrorDetail } from "@funil/rpc";
-import { type ContactChanges, type ContactRecord, TEXT_FIELDS, UTM_KEYS, emailKey, phoneDigits } from "../contacts.js";
+import { decodeCursor, type ErrorDetail, encodeCursor, invalid, notFound } from "@funil/rpc";
+import {
+  type ContactChanges,
+  type ContactRecord,
+  emailKey,
+  phoneDigits,
+  TEXT_FIELDS,
+  UTM_KEYS,
+} from "../contacts.js";
 import { checkCustomFields } from "../custom-fields.js";
 import type { ContactStore } from "../store/contacts.js";
 import type { CustomFieldStore } from "../store/custom-fields.js";
@@ -60,7 +67,8 @@ function changesOf(fields: ContactFields | undefined): ContactChanges {
     changes.utm = utm;
   }
   for (const name of fields.clear) {
-    if (!CLEARABLE.has(name)) throw invalid(`field "${name}" cannot be cleared`, [{ path: name, message: "unknown field" }]);
+    if (!CLEARABLE.has(name))
+      throw invalid(`field "${name}" cannot be cleared`, [{ path: name, message: "unknown field" }]);
     (changes as Record<string, null>)[name] = null;
   }
   return changes;
@@ -70,9 +78,14 @@ function checkIdentity(changes: ContactChanges): ErrorDetail[] {
   const problems: ErrorDetail[] = [];
   if (typeof changes.phone === "string" && changes.phone.trim() !== "") {
     const digits = phoneDigits(changes.phone)?.length ?? 0;
-    if (digits < 3 || digits > 20) problems.push({ path: "phone", message: "phone must have 3 to 20 digits" });
+    if (digits < 3 || digits > 20)
+      problems.push({ path: "phone", message: "phone must have 3 to 20 digits" });
   }
-  if (typeof changes.email === "string" && changes.email.trim() !== "" && !/^[^\s@]+@[^\s@]+$/.test(changes.email.trim()))
+  if (
+    typeof changes.email === "string" &&
+    changes.email.trim() !== "" &&
+    !/^[^\s@]+@[^\s@]+$/.test(changes.email.trim())
+  )
     problems.push({ path: "email", message: "email is not an e-mail address" });
   return problems;
 }
@@ -112,7 +125,8 @@ export function contactService(deps: {
         createdAfter: req.createdAfter ? new Date(req.createdAfter) : undefined,
         updatedAfter: req.updatedAfter ? new Date(req.updatedAfter) : undefined,
       };
-      if (filters.status !== "active" && filters.status !== "archived") throw invalid("status is active or archived");
+      if (filters.status !== "active" && filters.status !== "archived")
+        throw invalid("status is active or archived");
       const limit = Math.min(Math.max(req.limit || 50, 1), 500);
       const bound = { ...filters, createdAfter: req.createdAfter, updatedAfter: req.updatedAfter };
       let after: [Date, string] | undefined;
@@ -125,7 +139,10 @@ export function contactService(deps: {
       const last = page[page.length - 1];
       const nextCursor =
         rows.length > limit && last
-          ? encodeCursor(LIST, bound, [(filters.updatedAfter ? last.updatedAt : last.createdAt).toISOString(), last.id])
+          ? encodeCursor(LIST, bound, [
+              (filters.updatedAfter ? last.updatedAt : last.createdAt).toISOString(),
+              last.id,
+            ])
           : undefined;
       return { data: page.map(contactToProto), nextCursor };
     },
@@ -136,9 +153,12 @@ export function contactService(deps: {
 
     async upsertContact(req) {
       const changes = changesOf(req.fields);
-      for (const key of Object.keys(changes) as Array<keyof ContactChanges>) if (changes[key] === null) delete changes[key];
+      for (const key of Object.keys(changes) as Array<keyof ContactChanges>)
+        if (changes[key] === null) delete changes[key];
       if (!phoneDigits(changes.phone) && !emailKey(changes.email))
-        throw invalid("phone or email is required", [{ path: "phone", message: "phone or email is required" }]);
+        throw invalid("phone or email is required", [
+          { path: "phone", message: "phone or email is required" },
+        ]);
       await validate(req.workspaceId, changes);
       const { contact, created } = await contacts.upsert(req.workspaceId, changes, clock.now());
       return { contact: contactToProto(contact), created };

@@ -12,9 +12,10 @@ const ENTITIES = ["contact", "opportunity"];
 const fieldToProto = (r: CustomFieldRecord) => ({ ...r, createdAt: r.createdAt.toISOString() });
 const memberToProto = (r: MemberRecord) => ({ ...r, createdAt: r.createdAt.toISOString() });
 
-export function customFieldService(deps: { customFields: CustomFieldStore; clock: Clock }): ServiceImpl<
-  typeof CustomFieldService
-> {
+export function customFieldService(deps: {
+  customFields: CustomFieldStore;
+  clock: Clock;
+}): ServiceImpl<typeof CustomFieldService> {
   return {
     async createCustomField(req) {
       if (!ENTITIES.includes(req.entity)) throw invalid("entity is contact or opportunity");
@@ -36,13 +37,17 @@ export function customFieldService(deps: { customFields: CustomFieldStore; clock
       return { customField: fieldToProto(row) };
     },
     async listCustomFields(req) {
-      if (req.entity !== undefined && !ENTITIES.includes(req.entity)) throw invalid("entity is contact or opportunity");
+      if (req.entity !== undefined && !ENTITIES.includes(req.entity))
+        throw invalid("entity is contact or opportunity");
       return { data: (await deps.customFields.list(req.workspaceId, req.entity)).map(fieldToProto) };
     },
   };
 }
 
-export function memberService(deps: { members: MemberStore; clock: Clock }): ServiceImpl<typeof MemberService> {
+export function memberService(deps: {
+  members: MemberStore;
+  clock: Clock;
+}): ServiceImpl<typeof MemberService> {
   return {
     async createMember(req) {
       if (!req.name.trim() || !req.role.trim() || !/^[^\s@]+@[^\s@]+$/.test(req.email))

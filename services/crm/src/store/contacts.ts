@@ -1,6 +1,7 @@
 import { isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
 import { apiError } from "@funil/rpc";
 import {
+  applyPatch,
   type ContactChanges,
   type ContactRecord,
   type ContactState,
@@ -11,7 +12,6 @@ import {
   phoneDigits,
   sameState,
   searchText,
-  applyPatch,
 } from "../contacts.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
@@ -73,7 +73,12 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
     },
 
     /** Keyset page in the order of API.md §4: (createdAt, id), or (updatedAt, id) when polling by update. */
-    async list(workspaceId: string, f: ContactFilters, limit: number, after?: [Date, string]): Promise<ContactRecord[]> {
+    async list(
+      workspaceId: string,
+      f: ContactFilters,
+      limit: number,
+      after?: [Date, string],
+    ): Promise<ContactRecord[]> {
       const orderColumn = f.updatedAfter ? sql`updated_at` : sql`created_at`;
       const conditions = [sql`workspace_id = ${workspaceId}`, sql`status = ${f.status}`];
       if (f.query) conditions.push(sql`search like ${`%${escapeLike(fold(f.query))}%`}`);
@@ -104,7 +109,10 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
               ? await lockOne(tx, sql`workspace_id = ${workspaceId} and phone_digits = ${digits}`)
               : undefined;
             const found =
-              byPhone ?? (email ? await lockOne(tx, sql`workspace_id = ${workspaceId} and email_lower = ${email}`) : undefined);
+              byPhone ??
+              (email
+                ? await lockOne(tx, sql`workspace_id = ${workspaceId} and email_lower = ${email}`)
+                : undefined);
             if (found) {
               let dropEmail = false;
               if (byPhone && email && emailKey(found.email) !== email) {

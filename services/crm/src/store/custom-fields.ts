@@ -30,7 +30,10 @@ export function customFieldStore(sql: Sql) {
         return row!;
       } catch (err) {
         if (isUniqueViolation(err))
-          throw apiError("conflict", `a ${def.entity} custom field with fieldKey "${def.fieldKey}" already exists`);
+          throw apiError(
+            "conflict",
+            `a ${def.entity} custom field with fieldKey "${def.fieldKey}" already exists`,
+          );
         throw err;
       }
     },

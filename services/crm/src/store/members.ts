@@ -30,7 +30,12 @@ export function memberStore(sql: Sql) {
         throw err;
       }
     },
-    async update(workspaceId: string, id: string, changes: Partial<Pick<MemberRecord, "name" | "role" | "active">>, now: Date) {
+    async update(
+      workspaceId: string,
+      id: string,
+      changes: Partial<Pick<MemberRecord, "name" | "role" | "active">>,
+      now: Date,
+    ) {
       const set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
       const [row] = await sql<MemberRecord[]>`
         update members set ${sql({ ...set, updated_at: now })}

@@ -1,14 +1,20 @@
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { notFound } from "@funil/rpc";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
 import { errorBody } from "../../plugins/errors.js";
 import { errorResponse } from "../../schemas/common.js";
+import { createPipelineBody, pipeline } from "../../schemas/pipelines.js";
 import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
-import { customField, member } from "../v1/workspace.js";
+import { customField, customFieldJson, member, memberJson } from "../v1/workspace.js";
 
-const workspace = z.object({ id: z.string(), name: z.string(), operator: z.boolean(), createdAt: z.string() });
+const workspace = z.object({
+  id: z.string(),
+  name: z.string(),
+  operator: z.boolean(),
+  createdAt: z.string(),
+});
 const apiKey = z.object({
   id: z.string(),
   workspaceId: z.string(),
@@ -18,7 +24,10 @@ const apiKey = z.object({
   createdAt: z.string(),
 });
 const wsParam = z.strictObject({ ws: z.string().min(1).max(100) });
-const scopes = z.array(z.enum(SCOPES)).max(SCOPES.length).transform((s) => [...new Set(s)]);
+const scopes = z
+  .array(z.enum(SCOPES))
+  .max(SCOPES.length)
+  .transform((s) => [...new Set(s)]);
 const errors = { 400: errorResponse, 401: errorResponse, 404: errorResponse, 409: errorResponse };
 
 const workspaceJson = (w: WorkspaceRecord) => ({ ...w, createdAt: w.createdAt.toISOString() });
@@ -42,7 +51,9 @@ export const adminRoutes =
     app.addHook("onRequest", async (req, reply) => {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
       if (!token || !match || !sameSecret(match[1]!, token))
-        return reply.code(401).send(errorBody("unauthorized", "admin routes need Authorization: Bearer <ADMIN_TOKEN>"));
+        return reply
+          .code(401)
+          .send(errorBody("unauthorized", "admin routes need Authorization: Bearer <ADMIN_TOKEN>"));
     });
 
     async function mustWorkspace(id: string) {
@@ -68,7 +79,12 @@ export const adminRoutes =
 
     app.get(
       "/workspaces",
-      { schema: { tags: ["admin"], response: { 200: z.object({ data: z.array(workspace), nextCursor: z.null() }) } } },
+      {
+        schema: {
+          tags: ["admin"],
+          response: { 200: z.object({ data: z.array(workspace), nextCursor: z.null() }) },
+        },
+      },
       async () => ({ data: (await ctx.keyStore.listWorkspaces()).map(workspaceJson), nextCursor: null }),
     );
 
@@ -78,7 +94,10 @@ export const adminRoutes =
         schema: {
           tags: ["admin"],
           params: wsParam,
-          body: z.strictObject({ name: z.string().min(1).max(200).optional(), operator: z.boolean().optional() }),
+          body: z.strictObject({
+            name: z.string().min(1).max(200).optional(),
+            operator: z.boolean().optional(),
+          }),
           response: { 200: workspace, ...errors },
         },
       },
@@ -161,7 +180,7 @@ export const adminRoutes =
       async (req, reply) => {
         await mustWorkspace(req.params.ws);
         const res = await ctx.crm.members.createMember({ workspaceId: req.params.ws, ...req.body });
-        return reply.code(201).send(res.member!);
+        return reply.code(201).send(memberJson(res.member));
       },
     );
 
@@ -181,8 +200,12 @@ export const adminRoutes =
       },
       async (req) => {
         await mustWorkspace(req.params.ws);
-        const res = await ctx.crm.members.updateMember({ workspaceId: req.params.ws, id: req.params.id, ...req.body });
-        return res.member!;
+        const res = await ctx.crm.members.updateMember({
+          workspaceId: req.params.ws,
+          id: req.params.id,
+          ...req.body,
+        });
+        return memberJson(res.member);
       },
     );
 
@@ -194,7 +217,9 @@ export const adminRoutes =
           params: wsParam,
           body: z.strictObject({
             entity: z.enum(["contact", "opportunity"]),
-            fieldKey: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "a letter, then letters, digits or _ (64 at most)"),
+            fieldKey: z
+              .string()
+              .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "a letter, then letters, digits or _ (64 at most)"),
             label: z.string().min(1).max(200),
             type: z.enum(["text", "number", "boolean", "date", "select"]),
             options: z.array(z.string().min(1).max(200)).max(200).optional(),
@@ -209,7 +234,34 @@ export const adminRoutes =
           ...req.body,
           options: req.body.options ?? [],
         });
-        return reply.code(201).send(res.customField as never);
+        return reply.code(201).send(customFieldJson(res.customField));
+      },
+    );
+
+    app.post(
+      "/workspaces/:ws/pipelines",
+      {
+        schema: {
+          tags: ["admin"],
+          summary: "Create a pipeline; stages keep the order given (every stage is an open stage)",
+          params: wsParam,
+          body: createPipelineBody,
+          response: { 201: pipeline, ...errors },
+        },
+      },
+      async (req, reply) => {
+        await mustWorkspace(req.params.ws);
+        const res = await ctx.crm.pipelines.createPipeline({
+          workspaceId: req.params.ws,
+          name: req.body.name,
+          stageNames: req.body.stages.map((s) => s.name),
+        });
+        const p = res.pipeline!;
+        return reply.code(201).send({
+          id: p.id,
+          name: p.name,
+          stages: p.stages.map((s) => ({ id: s.id, name: s.name, position: s.position })),
+        });
       },
     );
   };

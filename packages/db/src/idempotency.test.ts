@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase, type Sql } from "./client.js";
+import {
+  canonicalJson,
+  deleteExpiredIdempotencyKeys,
+  IdempotencyKeyError,
+  requestFingerprint,
+  withIdempotency,
+} from "./idempotency.js";
+import { migrate } from "./migrate.js";
+
+let sql: Sql;
+beforeAll(async () => {
+  sql = await openDatabase(
+    process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    "funil_test_deals_db",
+  );
+  await migrate(sql);
+  await sql`create table if not exists things (id serial primary key, note text)`;
+});
+afterAll(async () => {
+  await sql.end({ timeout: 5 });
+});
+
+let n = 0;
+const req = (fingerprint = "fp") => ({ workspaceId: "ws_1", key: `k${Date.now()}-${++n}`, fingerprint });
+const opts = (now = new Date()) => ({
+  now,
+  respond: (id: number) => ({ status: 201, body: { id } }),
+  rememberError: (err: unknown) =>
+    (err as Error).message === "remember me" ? { status: 422, body: { error: { code: "x" } } } : undefined,
+});
+const insert = (note: string) => async (tx: Parameters<Parameters<typeof withIdempotency>[3]>[0]) => {
+  const [row] = await tx<{ id: number }[]>`insert into things (note) values (${note}) returning id`;
+  return row!.id;
+};
+const count = async (note: string) => (await sql`select 1 from things where note = ${note}`).length;
+
+describe("withIdempotency (API §9)", () => {
+  it("API §9: the first request runs; a repeat replays the stored response", async () => {
+    const r = req();
+    const first = await withIdempotency(sql, r, opts(), insert(r.key));
+    expect(first).toMatchObject({ replayed: false });
+    const again = await withIdempotency(sql, r, opts(), insert(r.key));
+    expect(again).toEqual({
+      replayed: true,
+      response: { status: 201, body: { id: (first as { value: number }).value } },
+    });
+    expect(await count(r.key)).toBe(1);
+  });
+
+  it("API §9: another fingerprint under the same key → idempotency_key_reused", async () => {
+    const r = req("a");
+    await withIdempotency(sql, r, opts(), insert(r.key));
+    await expect(
+      withIdempotency(sql, { ...r, fingerprint: "b" }, opts(), insert(r.key)),
+    ).rejects.toMatchObject({
+      code: "idempotency_key_reused",
+    });
+  });
+
+  it("API §9: while the first is in flight, a repeat is idempotency_key_in_use at once (no waiting)", async () => {
+    const r = req();
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let started = () => {};
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const first = withIdempotency(sql, r, opts(), async (tx) => {
+      started();
+      await gate;
+      return insert(r.key)(tx);
+    });
+    await running;
+    const t0 = Date.now();
+    const err = await withIdempotency(sql, r, opts(), insert(r.key)).catch((e) => e);
+    expect(err).toBeInstanceOf(IdempotencyKeyError);
+    expect(err.code).toBe("idempotency_key_in_use");
+    expect(Date.now() - t0).toBeLessThan(1000);
+    release();
+    await first;
+    expect(await count(r.key)).toBe(1);
+  });
+
+  it("API §9: a remembered failure rolls the work back, is stored, and replays", async () => {
+    const r = req();
+    const failing = async (tx: Parameters<ReturnType<typeof insert>>[0]) => {
+      await insert(r.key)(tx);
+      throw new Error("remember me");
+    };
+    await expect(withIdempotency(sql, r, opts(), failing)).rejects.toThrow("remember me");
+    expect(await count(r.key)).toBe(0);
+    const again = await withIdempotency(sql, r, opts(), insert(r.key));
+    expect(again).toEqual({ replayed: true, response: { status: 422, body: { error: { code: "x" } } } });
+    expect(await count(r.key)).toBe(0);
+  });
+
+  it("API §9: a failure that is not remembered (5xx, validation) keeps nothing: the retry runs", async () => {
+    const r = req();
+    await expect(
+      withIdempotency(sql, r, opts(), async () => {
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
+    const retry = await withIdempotency(sql, r, opts(), insert(r.key));
+    expect(retry.replayed).toBe(false);
+    expect(await count(r.key)).toBe(1);
+  });
+
+  it("API §9: after the 24 h retention the key is free again; the cleanup deletes expired keys", async () => {
+    const r = req("old");
+    const then = new Date(Date.now() - 25 * 3600_000);
+    await withIdempotency(sql, r, opts(then), insert(r.key));
+    const fresh = await withIdempotency(sql, { ...r, fingerprint: "new" }, opts(), insert(r.key));
+    expect(fresh.replayed).toBe(false);
+    expect(await count(r.key)).toBe(2);
+    const r2 = req();
+    await withIdempotency(sql, r2, opts(then), insert(r2.key));
+    expect(await deleteExpiredIdempotencyKeys(sql, new Date())).toBeGreaterThanOrEqual(1);
+    const [left] = await sql`select count(*)::int as n from idempotency_keys where key = ${r2.key}`;
+    expect(left!.n).toBe(0);
+  });
+
+  it("API §9: ten concurrent first requests run the work once", async () => {
+    const r = req();
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, () => withIdempotency(sql, r, opts(), insert(r.key))),
+    );
+    expect(await count(r.key)).toBe(1);
+    for (const x of results)
+      if (x.status === "rejected")
+        expect((x.reason as IdempotencyKeyError).code).toBe("idempotency_key_in_use");
+  });
+});
+
+describe("request fingerprint", () => {
+  it("API §9: canonical JSON sorts keys at every depth; method, path and body all count", () => {
+    expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
+      '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
+    );
+    const fp = requestFingerprint("POST", "/api/v1/opportunities", { a: 1, b: 2 });
+    expect(requestFingerprint("post", "/api/v1/opportunities", { b: 2, a: 1 })).toBe(fp);
+    expect(requestFingerprint("PUT", "/api/v1/opportunities", { a: 1, b: 2 })).not.toBe(fp);
+    expect(requestFingerprint("POST", "/api/v1/appointments", { a: 1, b: 2 })).not.toBe(fp);
+    expect(requestFingerprint("POST", "/api/v1/opportunities", { a: 1, b: 3 })).not.toBe(fp);
+    expect(fp).toMatch(/^[0-9a-f]{64}$/);
+  });
+});

@@ -1,0 +1,93 @@
+import { newId, type Sql, type TransactionSql } from "@funil/db";
+
+export interface StageRecord {
+  id: string;
+  name: string;
+  position: number;
+}
+
+export interface PipelineRecord {
+  id: string;
+  workspaceId: string;
+  name: string;
+  stages: StageRecord[];
+  createdAt: Date;
+}
+
+/** Emits a domain event inside the transaction of the change (outbox). */
+export type EmitPipelineEvent = (
+  tx: TransactionSql,
+  type: "pipeline.created",
+  pipeline: PipelineRecord,
+) => Promise<void>;
+
+export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
+  return {
+    /** Stages keep the order given: position 0, 1, 2… */
+    async create(
+      workspaceId: string,
+      name: string,
+      stageNames: string[],
+      now: Date,
+    ): Promise<PipelineRecord> {
+      return sql.begin(async (tx) => {
+        const id = newId("pl", now.getTime());
+        await tx`insert into pipelines ${tx({ id, workspace_id: workspaceId, name, created_at: now })}`;
+        const stages = stageNames.map((stageName, position) => ({
+          id: newId("stg", now.getTime()),
+          workspace_id: workspaceId,
+          pipeline_id: id,
+          name: stageName,
+          position,
+        }));
+        await tx`insert into stages ${tx(stages)}`;
+        const pipeline: PipelineRecord = {
+          id,
+          workspaceId,
+          name,
+          createdAt: now,
+          stages: stages.map((s) => ({ id: s.id, name: s.name, position: s.position })),
+        };
+        await emit(tx, "pipeline.created", pipeline);
+        return pipeline;
+      });
+    },
+
+    /** Pipelines in creation order, each with its stages in order. */
+    async list(workspaceId: string): Promise<PipelineRecord[]> {
+      return sql<PipelineRecord[]>`
+        select p.id, p.workspace_id, p.name, p.created_at,
+          coalesce(
+            json_agg(json_build_object('id', s.id, 'name', s.name, 'position', s.position) order by s.position)
+              filter (where s.id is not null),
+            '[]'
+          ) as stages
+        from pipelines p left join stages s on s.pipeline_id = p.id
+        where p.workspace_id = ${workspaceId}
+        group by p.id
+        order by p.created_at, p.id`;
+    },
+
+    /**
+     * The stage a new deal lands in when none is given: the first stage of
+     * the pipeline. Every stage is an open stage (won and lost are statuses).
+     */
+    async firstStage(
+      tx: TransactionSql,
+      workspaceId: string,
+      pipelineId: string,
+    ): Promise<string | undefined> {
+      const [row] = await tx<{ id: string }[]>`
+        select id from stages where workspace_id = ${workspaceId} and pipeline_id = ${pipelineId}
+        order by position limit 1`;
+      return row?.id;
+    },
+
+    async stageInPipeline(tx: TransactionSql, workspaceId: string, pipelineId: string, stageId: string) {
+      const rows = await tx`
+        select 1 from stages where workspace_id = ${workspaceId} and pipeline_id = ${pipelineId} and id = ${stageId}`;
+      return rows.length === 1;
+    },
+  };
+}
+export type PipelineStore = ReturnType<typeof pipelineStore>;

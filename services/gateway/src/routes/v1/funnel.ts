@@ -1,0 +1,35 @@
+import { FunnelSchema } from "@funil/contracts";
+import { toApiJson } from "@funil/rpc";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { z } from "zod";
+import type { GatewayContext } from "../../context.js";
+import { errorResponse } from "../../schemas/common.js";
+import { funnel, funnelQuery } from "../../schemas/funnel.js";
+
+const errors = { 400: errorResponse, 401: errorResponse, 403: errorResponse, 422: errorResponse };
+
+export const funnelRoutes =
+  (ctx: GatewayContext): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.get(
+      "/funnel",
+      {
+        config: { scopes: ["opportunities.read"] },
+        schema: {
+          tags: ["opportunities"],
+          summary: "Funnel summary: count and valueCents per stage and per status",
+          description:
+            "total, byStage and byStatus count the deals created in [from, to); closedInRange counts the " +
+            "deals won or lost inside the range whenever they were created. No from/to: everything. " +
+            "Trashed deals are left out. byStage lists every stage in order, zero rows included; without " +
+            "pipelineId, the stages of every pipeline in pipeline order.",
+          querystring: funnelQuery,
+          response: { 200: funnel, ...errors },
+        },
+      },
+      async (req) => {
+        const res = await ctx.crm.funnel.getFunnel({ workspaceId: req.caller.workspaceId, ...req.query });
+        return toApiJson(FunnelSchema, res.funnel!) as z.infer<typeof funnel>;
+      },
+    );
+  };
