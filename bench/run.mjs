@@ -11,7 +11,8 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 
 const env = { ...process.env, FUNIL_ENV: "bench", LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000" };
-for (const name of Object.keys(env)) if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+for (const name of Object.keys(env))
+  if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
 delete env.PORT;
 await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
 const stack = await startStack({ env, port: 0, stdio: "ignore" });
@@ -20,7 +21,10 @@ const base = stack.gatewayUrl;
 async function call(method, path, body, key) {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { authorization: `Bearer ${key ?? stack.adminToken}`, ...(body ? { "content-type": "application/json" } : {}) },
+    headers: {
+      authorization: `Bearer ${key ?? stack.adminToken}`,
+      ...(body ? { "content-type": "application/json" } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
@@ -42,7 +46,12 @@ try {
         await call(
           "POST",
           "/api/v1/contacts",
-          { name: `Contact ${i} São`, phone: `+55 11 9${String(i).padStart(8, "0")}`, email: `c${i}@bench.io`, tags: [i % 10 === 0 ? "vip" : "std"] },
+          {
+            name: `Contact ${i} São`,
+            phone: `+55 11 9${String(i).padStart(8, "0")}`,
+            email: `c${i}@bench.io`,
+            tags: [i % 10 === 0 ? "vip" : "std"],
+          },
           key,
         );
       }
@@ -52,7 +61,12 @@ try {
   const deep = await (async () => {
     let cursor = null;
     for (let seen = 0; seen < CONTACTS - 500; seen += 500) {
-      const page = await call("GET", `/api/v1/contacts?limit=500${cursor ? `&cursor=${cursor}` : ""}`, undefined, key);
+      const page = await call(
+        "GET",
+        `/api/v1/contacts?limit=500${cursor ? `&cursor=${cursor}` : ""}`,
+        undefined,
+        key,
+      );
       cursor = page.nextCursor;
     }
     return cursor;
@@ -96,7 +110,10 @@ try {
     ...rows,
   ].join("\n");
   console.log(table);
-  writeFileSync(new URL("./RESULTS.md", import.meta.url), `# Benchmark results\n\n${new Date().toISOString()}\n\n${table}\n`);
+  writeFileSync(
+    new URL("./RESULTS.md", import.meta.url),
+    `# Benchmark results\n\n${new Date().toISOString()}\n\n${table}\n`,
+  );
 } finally {
   await stack.stop();
 }

@@ -1,13 +1,13 @@
+import { connect, createServer, type Socket } from "node:net";
 import { loadConfig } from "@funil/config";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { gatewayConfig } from "../../services/gateway/src/config.js";
 import { startGateway } from "../../services/gateway/src/server.js";
-import { newWorkspace, request } from "../helpers.js";
+import { admin, newWorkspace, request } from "../helpers.js";
 
-/** A second gateway on the test databases with a tiny per-key limit. */
-let gateway: Awaited<ReturnType<typeof startGateway>>;
-beforeAll(async () => {
-  gateway = await startGateway(
+/** More gateway copies on the test databases, as ops would run them, with settings of their own. */
+const copy = (env: Record<string, string>) =>
+  startGateway(
     loadConfig(gatewayConfig, {
       ...process.env,
       FUNIL_ENV: "test",
@@ -16,27 +16,108 @@ beforeAll(async () => {
       AUTH_PORT: "0",
       HOST: "127.0.0.1",
       CRM_URL: inject("crmUrl"),
-      RATE_LIMIT_MAX: "3",
-      RATE_LIMIT_WINDOW_MS: "60000",
+      ...env,
     }),
   );
+
+let limited: Awaited<ReturnType<typeof startGateway>>;
+let cached: Awaited<ReturnType<typeof startGateway>>;
+beforeAll(async () => {
+  [limited, cached] = await Promise.all([
+    copy({ RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_MS: "60000" }),
+    copy({ KEY_CACHE_TTL_MS: "3600000" }),
+  ]);
 });
 afterAll(async () => {
-  await gateway.stop();
+  await Promise.all([limited?.stop(), cached?.stop()]);
 });
+
+const get = (base: string, key: string, path = "/api/v1/contacts") =>
+  request("GET", `${base}${path}`, undefined, { authorization: `Bearer ${key}` });
 
 describe("API §1 rate_limited", () => {
   it("limits per key: the 4th request in the window is a 429 with retry-after; another key is unaffected", async () => {
     const a = await newWorkspace({ scopes: ["contacts.read"] });
     const b = await newWorkspace({ scopes: ["contacts.read"] });
-    const get = (key: string) =>
-      request("GET", `${gateway.url}/api/v1/contacts`, undefined, { authorization: `Bearer ${key}` });
     const statuses = [];
-    for (let i = 0; i < 4; i++) statuses.push((await get(a.key)).status);
+    for (let i = 0; i < 4; i++) statuses.push((await get(limited.url, a.key)).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
-    const limited = await get(a.key);
-    expect(limited.body.error.code).toBe("rate_limited");
-    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect((await get(b.key)).status).toBe(200);
+    const res = await get(limited.url, a.key);
+    expect(res.body.error.code).toBe("rate_limited");
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await get(limited.url, b.key)).status).toBe(200);
   });
 });
+
+describe("key cache across gateway copies (issue 2: prompt invalidation)", () => {
+  it("a key revoked through one copy is refused at once by another copy that had it cached for an hour", async () => {
+    const ws = await newWorkspace({ scopes: ["contacts.read"] });
+    expect((await get(cached.url, ws.key)).status).toBe(200);
+    expect((await admin("PATCH", `/keys/${ws.keyId}`, { scopes: ["members.read"] })).status).toBe(200);
+    await expect.poll(async () => (await get(cached.url, ws.key)).status, { timeout: 2000 }).toBe(403);
+    expect((await admin("DELETE", `/keys/${ws.keyId}`)).status).toBe(204);
+    await expect
+      .poll(async () => (await get(cached.url, ws.key, "/api/v1/members")).status, { timeout: 2000 })
+      .toBe(401);
+  });
+});
+
+describe("dependency outage (DESIGN: 503, safe to retry)", () => {
+  it("a gateway whose crm is unreachable answers 503 unavailable, and /readyz says so", async () => {
+    const ws = await newWorkspace({ scopes: ["contacts.read"] });
+    const orphan = await copy({ CRM_URL: "http://127.0.0.1:9", UPSTREAM_TIMEOUT_MS: "2000" });
+    try {
+      const res = await get(orphan.url, ws.key);
+      expect(res.status).toBe(503);
+      expect(res.body.error).toEqual({ code: "unavailable", message: expect.any(String) });
+      const ready = await request("GET", `${orphan.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.body.error.message).toContain("crm");
+    } finally {
+      await orphan.stop();
+    }
+  });
+
+  it("stop() lets requests in flight finish before closing (graceful shutdown)", async () => {
+    const ws = await newWorkspace({ scopes: ["contacts.read"] });
+    // crm behind a proxy that holds every packet 300 ms, so the requests are surely in flight at stop().
+    const proxy = await slowProxy(new URL(inject("crmUrl")).port, 300);
+    const gw = await copy({ CRM_URL: `http://127.0.0.1:${proxy.port}` });
+    try {
+      const inFlight = Promise.all(Array.from({ length: 5 }, () => get(gw.url, ws.key)));
+      await new Promise((r) => setTimeout(r, 150));
+      const stopped = gw.stop();
+      expect((await inFlight).map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      await stopped;
+      await expect(get(gw.url, ws.key)).rejects.toThrow();
+    } finally {
+      proxy.close();
+    }
+  });
+});
+
+function slowProxy(targetPort: string, delayMs: number): Promise<{ port: number; close(): void }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(targetPort), "127.0.0.1");
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+    }
+    client.on("data", (d) => setTimeout(() => upstream.write(d), delayMs));
+    upstream.on("data", (d) => client.write(d));
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        port: (server.address() as { port: number }).port,
+        close: () => {
+          for (const s of sockets) s.destroy();
+          server.close();
+        },
+      }),
+    ),
+  );
+}

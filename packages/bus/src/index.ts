@@ -1,4 +1,11 @@
-import { AckPolicy, type JetStreamClient, type JsMsg, jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  type JetStreamClient,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+  StorageType,
+} from "@nats-io/jetstream";
 import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
 
 export type { JetStreamClient, JsMsg, NatsConnection };
@@ -25,7 +32,11 @@ export async function connectBus(url: string, name: string): Promise<NatsConnect
 }
 
 /** Creates (or updates to the current definition) the streams, with the FUNIL_ENV naming. */
-export async function ensureStreams(nc: NatsConnection, naming: Naming, names: StreamName[] = Object.keys(STREAMS) as StreamName[]) {
+export async function ensureStreams(
+  nc: NatsConnection,
+  naming: Naming,
+  names: StreamName[] = Object.keys(STREAMS) as StreamName[],
+) {
   const jsm = await jetstreamManager(nc);
   for (const key of names) {
     const config = {

@@ -109,7 +109,11 @@ export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batc
  * Records that `consumer` processed `messageId`, in the caller's transaction.
  * Returns false when it was already processed: the caller skips the work.
  */
-export async function firstDelivery(tx: TransactionSql, consumer: string, messageId: string): Promise<boolean> {
+export async function firstDelivery(
+  tx: TransactionSql,
+  consumer: string,
+  messageId: string,
+): Promise<boolean> {
   const rows = await tx`
     insert into inbox (consumer, message_id) values (${consumer}, ${messageId})
     on conflict do nothing returning 1`;

@@ -40,7 +40,8 @@ export function decodeCursor(
     throw bad();
   }
   const c = parsed as { l?: unknown; f?: unknown; p?: unknown };
-  if (!c || typeof c !== "object" || c.l !== list || c.f !== digest(filters) || !Array.isArray(c.p)) throw bad();
+  if (!c || typeof c !== "object" || c.l !== list || c.f !== digest(filters) || !Array.isArray(c.p))
+    throw bad();
   const p = c.p as unknown[];
   if (p.length !== shape.length) throw bad();
   shape.forEach((kind, i) => {

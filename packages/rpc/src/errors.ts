@@ -41,10 +41,16 @@ export function apiError(code: ErrorCode, message: string, details?: ErrorDetail
 }
 
 export const notFound = (what: string) => apiError("not_found", `${what} not found`);
-export const invalid = (message: string, details?: ErrorDetail[]) => apiError("validation_failed", message, details);
+export const invalid = (message: string, details?: ErrorDetail[]) =>
+  apiError("validation_failed", message, details);
 
 /** The stable code, message and details of any error, for the HTTP answer. */
-export function describeError(err: unknown): { code: ErrorCode; status: number; message: string; details?: ErrorDetail[] } {
+export function describeError(err: unknown): {
+  code: ErrorCode;
+  status: number;
+  message: string;
+  details?: ErrorDetail[];
+} {
   if (err instanceof ConnectError) {
     const raw = err.metadata.get(CODE_HEADER) as ErrorCode | null;
     if (raw && raw in ERROR_CODES) {

@@ -1,6 +1,6 @@
+export { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 export * from "./client.js";
 export * from "./cursor.js";
 export * from "./errors.js";
-export * from "./server.js";
-export { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 export * from "./json.js";
+export * from "./server.js";

@@ -27,7 +27,10 @@ export function toApiJson<D extends DescMessage>(schema: D, message: MessageShap
         break;
       case "message":
         if (value === undefined || value === null) out[field.jsonName] = null;
-        else if (field.message.typeName === "google.protobuf.Struct" || field.message.typeName === "google.protobuf.Value")
+        else if (
+          field.message.typeName === "google.protobuf.Struct" ||
+          field.message.typeName === "google.protobuf.Value"
+        )
           out[field.jsonName] = value as Json;
         else out[field.jsonName] = toApiJson(field.message, value as never);
         break;

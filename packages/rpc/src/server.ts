@@ -15,7 +15,12 @@ function errorInterceptor(log: Logger): Interceptor {
     } catch (err) {
       if (err instanceof ConnectError) throw err;
       const code = (err as { code?: string }).code;
-      if (code === "ECONNREFUSED" || code === "CONNECTION_CLOSED" || code === "CONNECT_TIMEOUT" || code === "57P01") {
+      if (
+        code === "ECONNREFUSED" ||
+        code === "CONNECTION_CLOSED" ||
+        code === "CONNECT_TIMEOUT" ||
+        code === "57P01"
+      ) {
         log.warn({ err, method: req.method.name }, "dependency unavailable");
         throw new ConnectError("dependency unavailable", Code.Unavailable);
       }

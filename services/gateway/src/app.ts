@@ -5,7 +5,6 @@ import Fastify, { type FastifyServerOptions } from "fastify";
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
-  serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
@@ -15,12 +14,18 @@ import { errorBody, errorsPlugin } from "./plugins/errors.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
+import { dealRoutes } from "./routes/v1/deals.js";
+import { funnelRoutes } from "./routes/v1/funnel.js";
+import { noteRoutes } from "./routes/v1/notes.js";
+import { pipelineRoutes } from "./routes/v1/pipelines.js";
+import { taskRoutes } from "./routes/v1/tasks.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
 
 function hasNul(value: unknown): boolean {
   if (typeof value === "string") return value.includes("\u0000");
   if (Array.isArray(value)) return value.some(hasNul);
-  if (value && typeof value === "object") return Object.entries(value).some(([k, v]) => k.includes("\u0000") || hasNul(v));
+  if (value && typeof value === "object")
+    return Object.entries(value).some(([k, v]) => k.includes("\u0000") || hasNul(v));
   return false;
 }
 
@@ -40,14 +45,29 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  // Response schemas document the API (OpenAPI); answers are built by toApiJson, which already gives
+  // them their exact shape, so they are not parsed again on the way out: that parse cost more than the
+  // whole database round trip of a list page.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
   });
+  // Graceful shutdown: requests in flight finish, then their keep-alive connections close instead
+  // of holding close() open until the client lets go of them.
+  let draining: NodeJS.Timeout | undefined;
+  app.addHook("preClose", async () => {
+    draining = setInterval(() => app.server.closeIdleConnections(), 50);
+  });
+  app.addHook("onSend", async (_req, reply) => {
+    if (draining) reply.header("connection", "close");
+  });
+  app.addHook("onClose", async () => clearInterval(draining));
   // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route.
   app.addHook("preValidation", async (req, reply) => {
-    if (hasNul(req.body) || hasNul(req.query))
-      return reply.code(400).send(errorBody("validation_failed", "strings may not contain the NUL character (\\u0000)"));
+    if (hasNul(req.body) || hasNul(req.query) || hasNul(req.params))
+      return reply
+        .code(400)
+        .send(errorBody("validation_failed", "strings may not contain the NUL character (\\u0000)"));
   });
 
   await app.register(errorsPlugin);
@@ -55,9 +75,15 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
-      info: { title: "Funil API", version: "1.0.0", description: "Sales CRM API. See the README for keys and scopes." },
+      info: {
+        title: "Funil API",
+        version: "1.0.0",
+        description: "Sales CRM API. See the README for keys and scopes.",
+      },
       servers: [{ url: "/" }],
-      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "fnl_… API key" } } },
+      components: {
+        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "fnl_… API key" } },
+      },
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
@@ -74,7 +100,8 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     ]);
     const names = ["database", "redis", "crm"];
     const failed = names.filter((_, i) => checks[i]?.status === "rejected");
-    if (failed.length > 0) return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
+    if (failed.length > 0)
+      return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
     return { status: "ready" };
   });
   app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
@@ -93,6 +120,11 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
         errorResponseBuilder: () => Object.assign(new Error("rate limited"), { statusCode: 429 }),
       });
       await v1.register(contactRoutes(ctx));
+      await v1.register(dealRoutes(ctx));
+      await v1.register(pipelineRoutes(ctx));
+      await v1.register(funnelRoutes(ctx));
+      await v1.register(taskRoutes(ctx));
+      await v1.register(noteRoutes(ctx));
       await v1.register(workspaceRoutes(ctx));
     },
     { prefix: "/api/v1" },

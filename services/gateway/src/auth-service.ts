@@ -10,7 +10,8 @@ export const authServiceRoutes = (store: KeyStore) => (router: ConnectRouter) =>
   router.service(AuthService, {
     async getKey(req) {
       const key = await store.getKey(req.keyId);
-      if (!key || key.revokedAt) return { active: false, workspaceId: key?.workspaceId ?? "", scopes: [], operator: false };
+      if (!key || key.revokedAt)
+        return { active: false, workspaceId: key?.workspaceId ?? "", scopes: [], operator: false };
       return { active: true, workspaceId: key.workspaceId, scopes: key.scopes, operator: key.operator };
     },
   });

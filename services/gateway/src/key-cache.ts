@@ -14,7 +14,13 @@ export interface Caller {
  * or scope change is announced on a Redis channel so every gateway copy drops
  * the entry at once, and the short TTL bounds the damage of a lost message.
  */
-export function keyResolver(opts: { store: KeyStore; ttlMs: number; redis: Redis; channel: string; now?: () => number }) {
+export function keyResolver(opts: {
+  store: KeyStore;
+  ttlMs: number;
+  redis: Redis;
+  channel: string;
+  now?: () => number;
+}) {
   const now = opts.now ?? Date.now;
   const cache = new Map<string, { caller: Caller; hash: string; expires: number }>();
   const subscriber = opts.redis.duplicate();

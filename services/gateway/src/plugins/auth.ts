@@ -30,7 +30,9 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { keys: KeyResol
     const caller = match ? await opts.keys.resolve(match[1]!) : undefined;
     if (!caller) {
       reply.header("www-authenticate", 'Bearer realm="funil"');
-      return reply.code(401).send(errorBody("unauthorized", "missing, malformed, unknown or revoked API key"));
+      return reply
+        .code(401)
+        .send(errorBody("unauthorized", "missing, malformed, unknown or revoked API key"));
     }
     req.caller = caller;
     const config = req.routeOptions.config;
@@ -38,7 +40,12 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { keys: KeyResol
       if (!caller.scopes.has("platform.read") || !caller.operator)
         return reply
           .code(403)
-          .send(errorBody("forbidden_platform", "learner usage is only for the platform operator's key with platform.read"));
+          .send(
+            errorBody(
+              "forbidden_platform",
+              "learner usage is only for the platform operator's key with platform.read",
+            ),
+          );
       return;
     }
     const needed = config.scopes ?? [];

@@ -3,7 +3,12 @@ import type { FastifyError, FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 
-const CONTEXT: Record<string, string> = { querystring: "query", body: "body", params: "path", headers: "headers" };
+const CONTEXT: Record<string, string> = {
+  querystring: "query",
+  body: "body",
+  params: "path",
+  headers: "headers",
+};
 
 export function errorBody(code: string, message: string, details?: Array<{ path: string; message: string }>) {
   return { error: details ? { code, message, details } : { code, message } };
@@ -25,16 +30,28 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
           return unknown.map((k) => ({ path: [...base, k].join("."), message: "unknown field" }));
         return [{ path: base.join("."), message: v.message ?? "invalid" }];
       });
-      return reply.code(400).send(errorBody("validation_failed", `invalid ${where}: ${details[0]?.path} ${details[0]?.message}`, details));
+      return reply
+        .code(400)
+        .send(
+          errorBody(
+            "validation_failed",
+            `invalid ${where}: ${details[0]?.path} ${details[0]?.message}`,
+            details,
+          ),
+        );
     }
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-      return reply.code(415).send(errorBody("unsupported_media_type", "send JSON with content-type: application/json"));
+      return reply
+        .code(415)
+        .send(errorBody("unsupported_media_type", "send JSON with content-type: application/json"));
     }
     if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       return reply.code(413).send(errorBody("payload_too_large", "request body is too large"));
     }
     if (err.statusCode === 429) {
-      return reply.code(429).send(errorBody("rate_limited", "too many requests for this key; see retry-after"));
+      return reply
+        .code(429)
+        .send(errorBody("rate_limited", "too many requests for this key; see retry-after"));
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500 && !("metadata" in err)) {
       // Fastify's own 4xx (malformed JSON, empty body with a JSON content type…).

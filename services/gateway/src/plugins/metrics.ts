@@ -7,7 +7,12 @@ export const metricsPlugin = fp(async (app: FastifyInstance) => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "funil_gateway_" });
   const labelNames = ["method", "route", "status"] as const;
-  const requests = new Counter({ name: "funil_http_requests_total", help: "HTTP requests", labelNames, registers: [registry] });
+  const requests = new Counter({
+    name: "funil_http_requests_total",
+    help: "HTTP requests",
+    labelNames,
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: "funil_http_request_duration_seconds",
     help: "HTTP request latency",
@@ -16,7 +21,11 @@ export const metricsPlugin = fp(async (app: FastifyInstance) => {
     registers: [registry],
   });
   app.addHook("onResponse", async (req, reply) => {
-    const labels = { method: req.method, route: req.routeOptions.url ?? "unmatched", status: String(reply.statusCode) };
+    const labels = {
+      method: req.method,
+      route: req.routeOptions.url ?? "unmatched",
+      status: String(reply.statusCode),
+    };
     requests.inc(labels);
     latency.observe(labels, reply.elapsedTime / 1000);
   });

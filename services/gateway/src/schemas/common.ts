@@ -1,7 +1,10 @@
 import { z } from "zod";
 
 /** ISO-8601 with an offset (API.md §1); anything else is a 400. */
-export const timestamp = z.iso.datetime({ offset: true, message: "must be an ISO-8601 timestamp with offset" });
+export const timestamp = z.iso.datetime({
+  offset: true,
+  message: "must be an ISO-8601 timestamp with offset",
+});
 
 export const limit = (defaultValue: number) =>
   z.coerce
@@ -26,7 +29,8 @@ export const errorResponse = z
   })
   .meta({ id: "Error" });
 
-export const page = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), nextCursor: z.string().nullable() });
+export const page = <T extends z.ZodType>(item: T) =>
+  z.object({ data: z.array(item), nextCursor: z.string().nullable() });
 
 /** A string field of a body: trimmed length bound; null where the route allows it. */
 export const text = (max = 500) => z.string().max(max, `at most ${max} characters`);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { customFieldsInput, cursor, limit, page, text, timestamp } from "./common.js";
+import { cursor, customFieldsInput, limit, page, text, timestamp } from "./common.js";
 
 const nullableString = z.string().nullable();
 

@@ -38,13 +38,21 @@ export function keyStore(sql: Sql) {
       return row;
     },
     async getWorkspace(id: string) {
-      const [row] = await sql<WorkspaceRecord[]>`select id, name, operator, created_at from workspaces where id = ${id}`;
+      const [row] = await sql<
+        WorkspaceRecord[]
+      >`select id, name, operator, created_at from workspaces where id = ${id}`;
       return row;
     },
     async listWorkspaces() {
-      return sql<WorkspaceRecord[]>`select id, name, operator, created_at from workspaces order by created_at, id`;
+      return sql<
+        WorkspaceRecord[]
+      >`select id, name, operator, created_at from workspaces order by created_at, id`;
     },
-    async createKey(workspaceId: string, k: { name: string; prefix: string; hash: string; scopes: string[] }, now: Date) {
+    async createKey(
+      workspaceId: string,
+      k: { name: string; prefix: string; hash: string; scopes: string[] },
+      now: Date,
+    ) {
       const id = newId("key", now.getTime());
       await sql`insert into api_keys ${sql({ id, workspace_id: workspaceId, ...k, created_at: now, updated_at: now })}`;
       return (await this.getKey(id))!;

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type Contact, type ContactFields, ContactFieldsSchema, ContactSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { z } from "zod";
+import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponse, idParam } from "../../schemas/common.js";
 import {
@@ -16,9 +16,16 @@ import {
 
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };
-const errors = { 400: errorResponse, 401: errorResponse, 403: errorResponse, 404: errorResponse, 409: errorResponse };
+const errors = {
+  400: errorResponse,
+  401: errorResponse,
+  403: errorResponse,
+  404: errorResponse,
+  409: errorResponse,
+};
 
-export const contactJson = (c: Contact | undefined) => toApiJson(ContactSchema, c!) as z.infer<typeof contact>;
+export const contactJson = (c: Contact | undefined) =>
+  toApiJson(ContactSchema, c!) as z.infer<typeof contact>;
 
 type Body = z.infer<typeof patchContactBody>;
 
@@ -59,7 +66,10 @@ export const contactRoutes =
         },
       },
       async (req) => {
-        const res = await ctx.crm.contacts.listContacts({ workspaceId: req.caller.workspaceId, ...req.query });
+        const res = await ctx.crm.contacts.listContacts({
+          workspaceId: req.caller.workspaceId,
+          ...req.query,
+        });
         return { data: res.data.map(contactJson), nextCursor: res.nextCursor ?? null };
       },
     );
@@ -76,7 +86,10 @@ export const contactRoutes =
         },
       },
       async (req) => {
-        const res = await ctx.crm.contacts.getContact({ workspaceId: req.caller.workspaceId, id: req.params.id });
+        const res = await ctx.crm.contacts.getContact({
+          workspaceId: req.caller.workspaceId,
+          id: req.params.id,
+        });
         // Human touches come from the timeline service, which has its own issue: null until it exists.
         return { ...contactJson(res.contact), firstHumanTouchAt: null, lastHumanTouchAt: null };
       },
@@ -131,7 +144,10 @@ export const contactRoutes =
           config: write,
           schema: {
             tags: ["contacts"],
-            summary: action === "archive" ? "Archive a contact (soft, reversible)" : "Bring an archived contact back",
+            summary:
+              action === "archive"
+                ? "Archive a contact (soft, reversible)"
+                : "Bring an archived contact back",
             params: idParam,
             response: { 200: contact, ...errors },
           },

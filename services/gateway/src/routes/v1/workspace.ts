@@ -1,3 +1,5 @@
+import { type CustomField, CustomFieldSchema, type Member, MemberSchema } from "@funil/contracts";
+import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
@@ -26,6 +28,10 @@ export const member = z
   })
   .meta({ id: "Member" });
 
+export const customFieldJson = (f: CustomField | undefined) =>
+  toApiJson(CustomFieldSchema, f!) as z.infer<typeof customField>;
+export const memberJson = (m: Member | undefined) => toApiJson(MemberSchema, m!) as z.infer<typeof member>;
+
 const errors = { 400: errorResponse, 401: errorResponse, 403: errorResponse };
 
 export const workspaceRoutes =
@@ -47,7 +53,10 @@ export const workspaceRoutes =
           workspaceId: req.caller.workspaceId,
           entity: req.query.entity,
         });
-        return { data: res.data.map((f) => ({ ...f, entity: f.entity as "contact", type: f.type as "text" })), nextCursor: null };
+        return {
+          data: res.data.map(customFieldJson),
+          nextCursor: null,
+        };
       },
     );
 
@@ -63,7 +72,7 @@ export const workspaceRoutes =
       },
       async (req) => {
         const res = await ctx.crm.members.listMembers({ workspaceId: req.caller.workspaceId });
-        return { data: res.data.map(({ $typeName: _, ...m }) => m), nextCursor: null };
+        return { data: res.data.map(memberJson), nextCursor: null };
       },
     );
   };
