@@ -2,6 +2,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { SCOPES } from "./keys.js";
+import { DEMO_PIPELINE } from "./seed-data.js";
 
 /**
  * The admin CLI (`npm run admin -- <command>`, `npm run seed`): a thin client
@@ -94,10 +95,7 @@ async function seed() {
       else throw err;
     }
   };
-  const pipeline = await optional("pipeline", `/workspaces/${ws.id}/pipelines`, {
-    name: "Vendas",
-    stages: [{ name: "Novo" }, { name: "Qualificado" }, { name: "Proposta" }, { name: "Fechamento" }],
-  });
+  const pipeline = await optional("pipeline", `/workspaces/${ws.id}/pipelines`, DEMO_PIPELINE);
   const calendar = await optional("calendar", `/workspaces/${ws.id}/calendars`, {
     key: "demo",
     name: "Demonstração",
