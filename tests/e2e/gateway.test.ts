@@ -237,6 +237,19 @@ describe("operations endpoints (API §1)", () => {
     });
     expect(huge.status).toBe(413);
   });
+
+  it("the router's own failures (bad percent-encoding, an id of thousands of characters) answer 400 with the error body", async () => {
+    const ws = await newWorkspace();
+    for (const path of [
+      "/contacts/%E0%A4%A",
+      `/contacts/${"a".repeat(300)}`,
+      `/contacts/${"a".repeat(5000)}`,
+    ]) {
+      const res = await ws.call("GET", path);
+      expect(res.status, path.slice(0, 30)).toBe(400);
+      expect(res.body.error.code).toBe("validation_failed");
+    }
+  });
 });
 
 describe("internal Auth service (API §11)", () => {

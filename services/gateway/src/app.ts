@@ -1,7 +1,7 @@
 import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import Fastify, { type FastifyServerOptions } from "fastify";
+import Fastify, { type FastifyReply, type FastifyServerOptions } from "fastify";
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
@@ -42,6 +42,12 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       return typeof given === "string" && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     forceCloseConnections: "idle",
+    // Long ids reach the route's own validation (a clear 400) instead of the router's bare 414.
+    routerOptions: { maxParamLength: 2000 },
+    // The router's own failures (a malformed percent-encoding…) answer with the error body too.
+    frameworkErrors: (err, _req, reply: FastifyReply) => {
+      reply.code(400).send(errorBody("validation_failed", err.message));
+    },
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
