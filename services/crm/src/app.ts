@@ -3,7 +3,14 @@ import { create } from "@bufbuild/protobuf";
 import { connectBus, ensureStreams, publisher } from "@funil/bus";
 import { type Clock, createLogger, naming, systemClock } from "@funil/config";
 import { ContactSchema, PipelineSchema } from "@funil/contracts";
-import { migrate, openDatabase, startIdempotencyCleanup, startOutboxRelay, writeEvent } from "@funil/db";
+import {
+  migrate,
+  openDatabase,
+  startIdempotencyCleanup,
+  startOutboxRelay,
+  type TransactionSql,
+  writeEvent,
+} from "@funil/db";
 import { startRpcServer, toApiJson } from "@funil/rpc";
 import type { CrmConfig } from "./config.js";
 import { contactToProto } from "./rpc/contacts.js";
@@ -31,47 +38,39 @@ export async function startCrm(config: CrmConfig, clock: Clock = systemClock) {
   await ensureStreams(nc, names);
 
   const subjectOf = (type: string) => names.subject(`events.${type}`);
-  const contacts = contactStore(sql, async (tx, type, contact) => {
-    await writeEvent(tx, subjectOf, {
-      type,
-      workspaceId: contact.workspaceId,
-      occurredAt: contact.updatedAt,
-      data: toApiJson(ContactSchema, contactToProto(contact)),
-    });
-  });
-  // Event data is the resource as the API returns it (API.md §11), written in the change's transaction.
-  const pipelines = pipelineStore(sql, async (tx, type, pipeline) => {
-    await writeEvent(tx, subjectOf, {
-      type,
-      workspaceId: pipeline.workspaceId,
-      occurredAt: pipeline.createdAt,
-      data: toApiJson(PipelineSchema, create(PipelineSchema, pipelineToProto(pipeline))),
-    });
-  });
-  const deals = dealStore(sql, pipelines, async (tx, type, deal) => {
-    await writeEvent(tx, subjectOf, {
-      type,
-      workspaceId: deal.workspaceId,
-      occurredAt: deal.updatedAt,
-      data: dealJson(deal),
-    });
-  });
-  const tasks = taskStore(sql, async (tx, type, task) => {
-    await writeEvent(tx, subjectOf, {
-      type,
-      workspaceId: task.workspaceId,
-      occurredAt: task.updatedAt,
-      data: taskJson(task),
-    });
-  });
-  const notes = noteStore(sql, async (tx, type, note) => {
-    await writeEvent(tx, subjectOf, {
-      type,
-      workspaceId: note.workspaceId,
-      occurredAt: note.createdAt,
-      data: noteJson(note),
-    });
-  });
+  /** Writes an event whose data is the resource as the API returns it, in the change's transaction. */
+  const emitter =
+    <R extends { workspaceId: string }>(json: (r: R) => unknown, at: (r: R) => Date) =>
+    async (tx: TransactionSql, type: string, r: R) => {
+      await writeEvent(tx, subjectOf, { type, workspaceId: r.workspaceId, occurredAt: at(r), data: json(r) });
+    };
+  const contacts = contactStore(
+    sql,
+    emitter(
+      (c) => toApiJson(ContactSchema, contactToProto(c)),
+      (c) => c.updatedAt,
+    ),
+  );
+  const pipelines = pipelineStore(
+    sql,
+    emitter(
+      (p) => toApiJson(PipelineSchema, create(PipelineSchema, pipelineToProto(p))),
+      (p) => p.createdAt,
+    ),
+  );
+  const deals = dealStore(
+    sql,
+    pipelines,
+    emitter(dealJson, (d) => d.updatedAt),
+  );
+  const tasks = taskStore(
+    sql,
+    emitter(taskJson, (t) => t.updatedAt),
+  );
+  const notes = noteStore(
+    sql,
+    emitter(noteJson, (n) => n.createdAt),
+  );
   // Idempotency keys are remembered 24 h (API.md §9); older rows are swept here.
   const idempotencyCleanup = startIdempotencyCleanup({
     sql,

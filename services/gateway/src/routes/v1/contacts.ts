@@ -1,5 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import { type Contact, type ContactFields, ContactFieldsSchema, ContactSchema } from "@funil/contracts";
+import { type Contact, ContactFieldsSchema, ContactSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
@@ -13,6 +12,7 @@ import {
   patchContactBody,
   upsertContactBody,
 } from "../../schemas/contacts.js";
+import { setClearFields, stringList } from "./fields.js";
 
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };
@@ -27,29 +27,9 @@ const errors = {
 export const contactJson = (c: Contact | undefined) =>
   toApiJson(ContactSchema, c!) as z.infer<typeof contact>;
 
-type Body = z.infer<typeof patchContactBody>;
-
-/**
- * The body as the proto's set/clear triple: a value sets, an explicit null
- * clears (PATCH) or is ignored (upsert), an absent key is untouched.
- */
-function toFields(body: Body): ContactFields {
-  const { tags, customFields, utm, ...texts } = body;
-  const fields = create(ContactFieldsSchema, {});
-  const clear: string[] = [];
-  for (const [k, v] of Object.entries(texts)) {
-    if (v === null) clear.push(k);
-    else if (v !== undefined) (fields as unknown as Record<string, string>)[k] = v;
-  }
-  if (tags === null) clear.push("tags");
-  else if (tags) fields.tags = { $typeName: "funil.crm.v1.StringList", values: tags };
-  if (customFields === null) clear.push("customFields");
-  else if (customFields) fields.customFields = customFields as never;
-  if (utm === null) clear.push("utm");
-  else if (utm) fields.utm = utm as never;
-  fields.clear = clear;
-  return fields;
-}
+/** Upsert ignores the nulls (crm drops them); PATCH clears with them. */
+const toFields = (body: z.infer<typeof patchContactBody>) =>
+  setClearFields(ContactFieldsSchema, body, { tags: stringList });
 
 export const contactRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>

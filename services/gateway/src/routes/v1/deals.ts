@@ -1,7 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import {
   type Opportunity,
-  type OpportunityFields,
   OpportunityFieldsSchema,
   OpportunityInputSchema,
   OpportunitySchema,
@@ -21,6 +20,7 @@ import {
   listDealsQuery,
   patchDealBody,
 } from "../../schemas/deals.js";
+import { setClearFields, stringList } from "./fields.js";
 
 const read = { scopes: ["opportunities.read"] };
 const write = { scopes: ["opportunities.write"] };
@@ -43,25 +43,9 @@ function given<T extends Record<string, unknown>>(body: T) {
   };
 }
 
-/** The PATCH body as the proto's set / clear / absent triple. */
-function toFields(body: z.infer<typeof patchDealBody>): OpportunityFields {
-  const { tags, customFields, utm, valueCents, ...scalars } = body;
-  const fields = create(OpportunityFieldsSchema, {});
-  const clear: string[] = [];
-  for (const [k, v] of Object.entries(scalars)) {
-    if (v === null) clear.push(k);
-    else if (v !== undefined) (fields as unknown as Record<string, string>)[k] = v;
-  }
-  if (valueCents !== undefined) fields.valueCents = BigInt(valueCents);
-  if (tags === null) clear.push("tags");
-  else if (tags) fields.tags = { $typeName: "funil.crm.v1.StringList", values: tags };
-  if (customFields === null) clear.push("customFields");
-  else if (customFields) fields.customFields = customFields as never;
-  if (utm === null) clear.push("utm");
-  else if (utm) fields.utm = utm as never;
-  fields.clear = clear;
-  return fields;
-}
+/** The PATCH body as the proto's set / clear / absent triple; money travels as int64. */
+const toFields = (body: z.infer<typeof patchDealBody>) =>
+  setClearFields(OpportunityFieldsSchema, body, { tags: stringList, valueCents: (v: number) => BigInt(v) });
 
 export const dealRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>

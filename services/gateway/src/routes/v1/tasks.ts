@@ -1,11 +1,11 @@
-import { create } from "@bufbuild/protobuf";
-import { type Task, type TaskFields, TaskFieldsSchema, TaskSchema } from "@funil/contracts";
+import { type Task, TaskFieldsSchema, TaskSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponse, idParam } from "../../schemas/common.js";
 import { createTaskBody, listTasksQuery, patchTaskBody, task, taskList } from "../../schemas/tasks.js";
+import { setClearFields } from "./fields.js";
 
 const errors = {
   400: errorResponse,
@@ -18,14 +18,9 @@ const errors = {
 const taskJson = (t: Task | undefined) => toApiJson(TaskSchema, t!) as z.infer<typeof task>;
 
 /** A body as the proto's set / clear / absent triple (null clears on PATCH, means "not given" on create). */
-function toFields(body: z.infer<typeof patchTaskBody>, opts: { create: boolean }): TaskFields {
-  const fields = create(TaskFieldsSchema, {});
-  const clear: string[] = [];
-  for (const [k, v] of Object.entries(body)) {
-    if (v === null) clear.push(k);
-    else if (v !== undefined) (fields as unknown as Record<string, unknown>)[k] = v;
-  }
-  fields.clear = opts.create ? [] : clear;
+function toFields(body: z.infer<typeof patchTaskBody>, opts: { create: boolean }) {
+  const fields = setClearFields(TaskFieldsSchema, body);
+  if (opts.create) fields.clear = [];
   return fields;
 }
 
