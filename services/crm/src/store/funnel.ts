@@ -1,20 +1,20 @@
 import type { Sql } from "@funil/db";
-import type { FunnelRange, FunnelRows, StageTally } from "../funnel.js";
+import type { FunnelRange, FunnelRows } from "../funnel.js";
 
-interface TotalsRow {
-  openCount: number;
-  openValue: string;
-  wonCount: number;
-  wonValue: string;
-  lostCount: number;
-  lostValue: string;
-  closedWonCount: number;
-  closedWonValue: string;
-  closedLostCount: number;
-  closedLostValue: string;
+interface GroupRow {
+  stageId: string;
+  status: "open" | "won" | "lost";
+  count: number;
+  valueCents: string;
 }
 
-/** The funnel's figures in two aggregate queries; the trash is left out of both. */
+/**
+ * The funnel's figures (SPEC.md §4): one aggregate over the deals created in
+ * the range, grouped by stage and status (byStage, byStatus and total all come
+ * from it), and one over the deals closed in the range. Each is a single scan
+ * of an index (opportunities_funnel, opportunities_by_won/lost), never a loop
+ * per stage. The trash is left out of both.
+ */
 export function funnelStore(sql: Sql) {
   /** The range on a column of the deals (alias o); an absent bound is open. */
   function between(column: string, range: FunnelRange) {
@@ -26,50 +26,44 @@ export function funnelStore(sql: Sql) {
 
   return {
     async rows(workspaceId: string, pipelineId: string | undefined, range: FunnelRange): Promise<FunnelRows> {
-      const pipeline = (alias: string) =>
+      const inPipeline = (alias: string) =>
         pipelineId ? sql`and ${sql(alias)}.pipeline_id = ${pipelineId}` : sql``;
-      const created = between("created_at", range);
-      const stages = sql<(Omit<StageTally, "valueCents"> & { valueCents: string })[]>`
-        select s.id as stage_id, s.name, count(o.id)::int as count, coalesce(sum(o.value_cents), 0)::text as value_cents
-        from stages s
-        join pipelines p on p.id = s.pipeline_id
-        left join opportunities o
-          on o.workspace_id = s.workspace_id and o.pipeline_id = s.pipeline_id and o.stage_id = s.id
-          and o.trashed_at is null and ${created}
-        where s.workspace_id = ${workspaceId} ${pipeline("s")}
-        group by s.id, s.name, s.position, p.created_at, p.id
+      const stages = sql<{ stageId: string; name: string }[]>`
+        select s.id as stage_id, s.name
+        from stages s join pipelines p on p.id = s.pipeline_id
+        where s.workspace_id = ${workspaceId} ${inPipeline("s")}
         order by p.created_at, p.id, s.position`;
-      const won = between("won_at", range);
-      const lost = between("lost_at", range);
-      const totals = sql<TotalsRow[]>`
-        select
-          count(*) filter (where status = 'open' and ${created})::int as open_count,
-          coalesce(sum(value_cents) filter (where status = 'open' and ${created}), 0)::text as open_value,
-          count(*) filter (where status = 'won' and ${created})::int as won_count,
-          coalesce(sum(value_cents) filter (where status = 'won' and ${created}), 0)::text as won_value,
-          count(*) filter (where status = 'lost' and ${created})::int as lost_count,
-          coalesce(sum(value_cents) filter (where status = 'lost' and ${created}), 0)::text as lost_value,
-          count(*) filter (where status = 'won' and ${won})::int as closed_won_count,
-          coalesce(sum(value_cents) filter (where status = 'won' and ${won}), 0)::text as closed_won_value,
-          count(*) filter (where status = 'lost' and ${lost})::int as closed_lost_count,
-          coalesce(sum(value_cents) filter (where status = 'lost' and ${lost}), 0)::text as closed_lost_value
+      const created = sql<GroupRow[]>`
+        select o.stage_id, o.status, count(*)::int as count, sum(o.value_cents)::text as value_cents
         from opportunities o
-        where o.workspace_id = ${workspaceId} and o.trashed_at is null ${pipeline("o")}
-          and ((${created}) or (status = 'won' and ${won}) or (status = 'lost' and ${lost}))`;
-      const [stageRows, [t]] = await Promise.all([stages, totals]);
-      const tally = (count: number, value: string) => ({ count, valueCents: Number(value) });
-      return {
-        stages: stageRows.map((r) => ({ ...r, valueCents: Number(r.valueCents) })),
-        byStatus: {
-          open: tally(t!.openCount, t!.openValue),
-          won: tally(t!.wonCount, t!.wonValue),
-          lost: tally(t!.lostCount, t!.lostValue),
-        },
-        closedInRange: {
-          won: tally(t!.closedWonCount, t!.closedWonValue),
-          lost: tally(t!.closedLostCount, t!.closedLostValue),
-        },
-      };
+        where o.workspace_id = ${workspaceId} and o.trashed_at is null ${inPipeline("o")}
+          and ${between("created_at", range)}
+        group by o.stage_id, o.status`;
+      const closed = sql<{ status: "won" | "lost"; count: number; valueCents: string }[]>`
+        select o.status, count(*)::int as count, sum(o.value_cents)::text as value_cents
+        from opportunities o
+        where o.workspace_id = ${workspaceId} and o.trashed_at is null ${inPipeline("o")}
+          and ((o.status = 'won' and ${between("won_at", range)}) or (o.status = 'lost' and ${between("lost_at", range)}))
+        group by o.status`;
+      const [stageRows, groups, closedRows] = await Promise.all([stages, created, closed]);
+
+      const zero = () => ({ count: 0, valueCents: 0 });
+      const byStage = new Map(stageRows.map((s) => [s.stageId, { ...s, ...zero() }]));
+      const byStatus = { open: zero(), won: zero(), lost: zero() };
+      for (const g of groups) {
+        const value = Number(g.valueCents);
+        const stage = byStage.get(g.stageId);
+        if (stage) {
+          stage.count += g.count;
+          stage.valueCents += value;
+        }
+        byStatus[g.status].count += g.count;
+        byStatus[g.status].valueCents += value;
+      }
+      const closedInRange = { won: zero(), lost: zero() };
+      for (const c of closedRows)
+        closedInRange[c.status] = { count: c.count, valueCents: Number(c.valueCents) };
+      return { stages: [...byStage.values()], byStatus, closedInRange };
     },
 
     async pipelineExists(workspaceId: string, pipelineId: string) {
