@@ -1,0 +1,68 @@
+import { naming } from "@funil/config";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectBus, consume, ensureStreams, publisher } from "./index.js";
+
+const names = naming("unit_bus");
+let nc: Awaited<ReturnType<typeof connectBus>>;
+
+beforeAll(async () => {
+  nc = await connectBus(process.env.NATS_URL ?? "nats://127.0.0.1:4222", "bus-test");
+  await ensureStreams(nc, names, ["EVENTS"]);
+  await (await jetstreamManager(nc)).streams.purge(names.stream("EVENTS"));
+});
+afterAll(async () => {
+  await nc?.close();
+});
+
+describe("JetStream helpers (DESIGN: one place for streams and consumers)", () => {
+  it("streams follow the FUNIL_ENV naming, with file storage; ensureStreams is idempotent", async () => {
+    await ensureStreams(nc, names, ["EVENTS"]);
+    const info = await (await jetstreamManager(nc)).streams.info("UNIT_BUS_EVENTS");
+    expect(info.config.subjects).toEqual(["unit_bus.events.>"]);
+    expect(info.config.storage).toBe("file");
+  });
+
+  it("a publish with the same message id inside the duplicate window is stored once", async () => {
+    const publish = publisher(nc);
+    const subject = names.subject("events.dedup.test");
+    const body = new TextEncoder().encode("{}");
+    await publish(subject, body, "evt_same_id");
+    await publish(subject, body, "evt_same_id");
+    const info = await (await jetstreamManager(nc)).streams.info(names.stream("EVENTS"), {
+      subjects_filter: subject,
+    });
+    expect(info.state.subjects?.[subject]).toBe(1);
+  });
+
+  it("a durable consumer gets every message; a failed handler means a redelivery, not a loss", async () => {
+    const publish = publisher(nc);
+    const seen: string[] = [];
+    let failOnce = true;
+    const worker = await consume(
+      nc,
+      {
+        stream: names.stream("EVENTS"),
+        durable: "unit-worker",
+        filterSubject: names.subject("events.work.>"),
+      },
+      async (m) => {
+        const id = m.string();
+        if (id === "b" && failOnce) {
+          failOnce = false;
+          throw new Error("transient");
+        }
+        seen.push(id);
+        m.ack();
+      },
+      () => {},
+    );
+    for (const id of ["a", "b", "c"])
+      await publish(names.subject("events.work.item"), new TextEncoder().encode(id), `w-${id}-${Date.now()}`);
+    const deadline = Date.now() + 10_000;
+    while (seen.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await worker.stop();
+    expect(seen.sort()).toEqual(["a", "b", "c"]);
+    await (await jetstreamManager(nc)).consumers.delete(names.stream("EVENTS"), "unit-worker");
+  });
+});
