@@ -384,6 +384,9 @@ describe("GET /contacts and GET /contacts/{id}", () => {
       "tag=",
       `tag=${"t".repeat(61)}`,
       "status=deleted",
+      "createdAfter=0000-01-01T00:00:00Z",
+      "updatedAfter=2026-02-30T00:00:00Z",
+      "createdAfter=2026-01-01",
       "createdAfter=yesterday",
     ]) {
       const res = await lw.call("GET", `/contacts?${q}`);

@@ -50,6 +50,12 @@ describe("crm speaks gRPC (issue 2: Connect on HTTP/2)", () => {
       await expect(get({ workspaceId: "ws_other", id: created.contact.id })).rejects.toMatchObject({
         code: grpc.status.NOT_FOUND,
       });
+      // The service validates what the gateway would have: a direct caller gets INVALID_ARGUMENT, not INTERNAL.
+      const list = promisify<unknown, unknown>(client, "ListContacts");
+      for (const createdAfter of ["0000-01-01T00:00:00Z", "yesterday"])
+        await expect(list({ workspaceId: ws.id, createdAfter })).rejects.toMatchObject({
+          code: grpc.status.INVALID_ARGUMENT,
+        });
     } finally {
       client.close();
     }

@@ -36,6 +36,7 @@ describe("keyset cursors (API §4)", () => {
       "***",
       Buffer.from("[]").toString("base64url"),
       encodeCursor("contacts", filters, ["not a date", "ct_1"]),
+      encodeCursor("contacts", filters, ["0000-01-01T00:00:00.000Z", "ct_1"]),
       encodeCursor("contacts", filters, ["2026-11-22T10:00:00.000Z"]),
       encodeCursor("contacts", filters, ["2026-11-22T10:00:00.000Z", 5]),
       "A".repeat(5000),

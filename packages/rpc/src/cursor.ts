@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { apiError } from "./errors.js";
+import { parseTimestamp } from "./time.js";
 
 /**
  * Opaque keyset cursors (API.md §4). A cursor names the list it belongs to
@@ -49,7 +50,7 @@ export function decodeCursor(
     const ok =
       kind === "number"
         ? typeof v === "number" && Number.isFinite(v)
-        : typeof v === "string" && v.length <= 200 && (kind === "string" || !Number.isNaN(Date.parse(v)));
+        : typeof v === "string" && v.length <= 200 && (kind === "string" || parseTimestamp(v) !== undefined);
     if (!ok) throw bad();
   });
   return p as Position;

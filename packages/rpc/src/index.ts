@@ -4,3 +4,4 @@ export * from "./cursor.js";
 export * from "./errors.js";
 export * from "./json.js";
 export * from "./server.js";
+export * from "./time.js";

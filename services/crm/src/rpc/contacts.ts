@@ -8,7 +8,7 @@ import {
   type ContactService,
   UtmSchema,
 } from "@funil/contracts";
-import { decodeCursor, type ErrorDetail, encodeCursor, invalid, notFound } from "@funil/rpc";
+import { decodeCursor, type ErrorDetail, encodeCursor, invalid, notFound, parseTimestamp } from "@funil/rpc";
 import {
   type ContactChanges,
   type ContactRecord,
@@ -122,9 +122,12 @@ export function contactService(deps: {
         phone: req.phone,
         tag: req.tag,
         status: (req.status ?? "active") as "active" | "archived",
-        createdAfter: req.createdAfter ? new Date(req.createdAfter) : undefined,
-        updatedAfter: req.updatedAfter ? new Date(req.updatedAfter) : undefined,
+        createdAfter: req.createdAfter === undefined ? undefined : parseTimestamp(req.createdAfter),
+        updatedAfter: req.updatedAfter === undefined ? undefined : parseTimestamp(req.updatedAfter),
       };
+      for (const key of ["createdAfter", "updatedAfter"] as const)
+        if (req[key] !== undefined && !filters[key])
+          throw invalid(`${key} must be an ISO-8601 timestamp`, [{ path: key, message: "not a timestamp" }]);
       if (filters.status !== "active" && filters.status !== "archived")
         throw invalid("status is active or archived");
       const limit = Math.min(Math.max(req.limit || 50, 1), 500);

@@ -21,6 +21,7 @@ import {
   encodeCursor,
   invalid,
   notFound,
+  parseTimestamp,
   toApiJson,
 } from "@funil/rpc";
 import { UTM_KEYS, type UtmKey } from "../contacts.js";
@@ -87,12 +88,9 @@ class Problems {
   }
   time(path: string, value: string | undefined): Date | undefined {
     if (value === undefined) return undefined;
-    const ms = Date.parse(value);
-    if (value.length > 64 || Number.isNaN(ms)) {
-      this.add(path, "must be an ISO-8601 timestamp");
-      return undefined;
-    }
-    return new Date(ms);
+    const at = parseTimestamp(value);
+    if (!at) this.add(path, "must be an ISO-8601 timestamp");
+    return at;
   }
   text(path: string, value: string | undefined, { required = false, max = MAX_TEXT } = {}) {
     if (value === undefined) {

@@ -10,7 +10,7 @@ import {
   TaskSchema,
   type TaskService,
 } from "@funil/contracts";
-import { decodeCursor, type ErrorDetail, encodeCursor, invalid, toApiJson } from "@funil/rpc";
+import { decodeCursor, type ErrorDetail, encodeCursor, invalid, parseTimestamp, toApiJson } from "@funil/rpc";
 import type { NoteRecord, NoteStore } from "../store/notes.js";
 import type { TaskStore } from "../store/tasks.js";
 import type { TaskChanges, TaskRecord } from "../tasks.js";
@@ -64,10 +64,8 @@ function changesOf(f: TaskFields | undefined, opts: { create: boolean }): TaskCh
   }
   let dueAt: Date | undefined;
   if (f.dueAt !== undefined) {
-    const ms = Date.parse(f.dueAt);
-    if (Number.isNaN(ms) || f.dueAt.length > 64)
-      problems.push({ path: "dueAt", message: "dueAt must be an ISO-8601 timestamp" });
-    else dueAt = new Date(ms);
+    dueAt = parseTimestamp(f.dueAt);
+    if (!dueAt) problems.push({ path: "dueAt", message: "dueAt must be an ISO-8601 timestamp" });
   }
   if (opts.create && (f.completed !== undefined || f.clear.length > 0))
     problems.push({ path: "completed", message: "a new task cannot be completed or cleared" });

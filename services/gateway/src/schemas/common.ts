@@ -1,10 +1,10 @@
+import { parseTimestamp } from "@funil/rpc";
 import { z } from "zod";
 
 /** ISO-8601 with an offset (API.md §1); anything else is a 400. */
-export const timestamp = z.iso.datetime({
-  offset: true,
-  message: "must be an ISO-8601 timestamp with offset",
-});
+export const timestamp = z.iso
+  .datetime({ offset: true, message: "must be an ISO-8601 timestamp with offset" })
+  .refine((v) => parseTimestamp(v) !== undefined, "must be a timestamp between the years 1 and 9999");
 
 export const limit = (defaultValue: number) =>
   z.coerce

@@ -1,0 +1,14 @@
+// Date.UTC would read years 0–99 as 1900–1999: parse the bounds instead.
+const MIN = Date.parse("0001-01-01T00:00:00.000Z");
+const MAX = Date.parse("9999-12-31T23:59:59.999Z");
+
+/**
+ * A timestamp argument as a Date, or undefined when it does not parse or
+ * falls outside the years 1–9999 that PostgreSQL and ISO-8601 share (year 0
+ * parses in JavaScript but is no PostgreSQL date).
+ */
+export function parseTimestamp(value: string): Date | undefined {
+  if (value.length > 64) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) || ms < MIN || ms > MAX ? undefined : new Date(ms);
+}
