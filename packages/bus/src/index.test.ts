@@ -27,8 +27,10 @@ describe("JetStream helpers (DESIGN: one place for streams and consumers)", () =
     const publish = publisher(nc);
     const subject = names.subject("events.dedup.test");
     const body = new TextEncoder().encode("{}");
-    await publish(subject, body, "evt_same_id");
-    await publish(subject, body, "evt_same_id");
+    // Unique per run: the duplicate window outlives a purge, so a fixed id would collide with the last run.
+    const id = `evt_${Date.now()}_${Math.random().toString(36).slice(2)}`;
+    await publish(subject, body, id);
+    await publish(subject, body, id);
     const info = await (await jetstreamManager(nc)).streams.info(names.stream("EVENTS"), {
       subjects_filter: subject,
     });

@@ -55,3 +55,39 @@ export function decodeCursor(
   });
   return p as Position;
 }
+
+/**
+ * One keyset page (API.md §4): checks the limit (0 = the list's default,
+ * else 1..500), turns the cursor into the position to read after, asks
+ * `fetch` for one row more than the page, and issues the next cursor from the
+ * page's last row when that extra row exists.
+ */
+export async function keysetPage<R extends { id: string }>(opts: {
+  list: string;
+  filters: Record<string, unknown>;
+  cursor: string | undefined;
+  limit: number;
+  defaultLimit: number;
+  /** The timestamp the list is ordered by (then id). */
+  sortKey: (row: R) => Date;
+  fetch: (take: number, after: [Date, string] | undefined) => Promise<R[]>;
+}): Promise<{ rows: R[]; nextCursor: string | undefined }> {
+  const limit = opts.limit === 0 ? opts.defaultLimit : opts.limit;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+    throw apiError("validation_failed", "limit must be between 1 and 500", [
+      { path: "limit", message: "must be between 1 and 500" },
+    ]);
+  let after: [Date, string] | undefined;
+  if (opts.cursor) {
+    const [at, id] = decodeCursor(opts.cursor, opts.list, opts.filters, ["timestamp", "string"]);
+    after = [new Date(at as string), id as string];
+  }
+  const rows = await opts.fetch(limit + 1, after);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const nextCursor =
+    rows.length > limit && last
+      ? encodeCursor(opts.list, opts.filters, [opts.sortKey(last).toISOString(), last.id])
+      : undefined;
+  return { rows: page, nextCursor };
+}

@@ -8,7 +8,7 @@ import {
   type ContactService,
   UtmSchema,
 } from "@funil/contracts";
-import { decodeCursor, type ErrorDetail, encodeCursor, invalid, notFound, parseTimestamp } from "@funil/rpc";
+import { type ErrorDetail, invalid, keysetPage, notFound, parseTimestamp } from "@funil/rpc";
 import {
   type ContactChanges,
   type ContactRecord,
@@ -130,24 +130,17 @@ export function contactService(deps: {
           throw invalid(`${key} must be an ISO-8601 timestamp`, [{ path: key, message: "not a timestamp" }]);
       if (filters.status !== "active" && filters.status !== "archived")
         throw invalid("status is active or archived");
-      const limit = Math.min(Math.max(req.limit || 50, 1), 500);
       const bound = { ...filters, createdAfter: req.createdAfter, updatedAfter: req.updatedAfter };
-      let after: [Date, string] | undefined;
-      if (req.cursor) {
-        const [at, id] = decodeCursor(req.cursor, LIST, bound, ["timestamp", "string"]);
-        after = [new Date(at as string), id as string];
-      }
-      const rows = await contacts.list(req.workspaceId, filters, limit + 1, after);
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      const nextCursor =
-        rows.length > limit && last
-          ? encodeCursor(LIST, bound, [
-              (filters.updatedAfter ? last.updatedAt : last.createdAt).toISOString(),
-              last.id,
-            ])
-          : undefined;
-      return { data: page.map(contactToProto), nextCursor };
+      const { rows, nextCursor } = await keysetPage<ContactRecord>({
+        list: LIST,
+        filters: bound,
+        cursor: req.cursor,
+        limit: req.limit,
+        defaultLimit: 50,
+        sortKey: (c) => (filters.updatedAfter ? c.updatedAt : c.createdAt),
+        fetch: (take, after) => contacts.list(req.workspaceId, filters, take, after),
+      });
+      return { data: rows.map(contactToProto), nextCursor };
     },
 
     async getContact(req) {

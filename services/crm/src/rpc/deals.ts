@@ -15,11 +15,10 @@ import {
 import { IdempotencyKeyError, type StoredResponse } from "@funil/db";
 import {
   apiError,
-  decodeCursor,
   describeError,
   type ErrorDetail,
-  encodeCursor,
   invalid,
+  keysetPage,
   notFound,
   parseTimestamp,
   toApiJson,
@@ -276,25 +275,17 @@ export function opportunityService(deps: {
         lostBefore: p.time("lostBefore", req.lostBefore),
         stageChangedAfter: p.time("stageChangedAfter", req.stageChangedAfter),
       };
-      if (req.limit !== 0 && (req.limit < 1 || req.limit > 500)) p.add("limit", "must be between 1 and 500");
       p.throwIfAny();
-      const limit = req.limit || 50;
-      let after: [Date, string] | undefined;
-      if (req.cursor) {
-        const [at, id] = decodeCursor(req.cursor, LIST, raw, ["timestamp", "string"]);
-        after = [new Date(at as string), id as string];
-      }
-      const rows = await deals.list(req.workspaceId, filters, limit + 1, after);
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      const nextCursor =
-        rows.length > limit && last
-          ? encodeCursor(LIST, raw, [
-              (filters.updatedAfter ? last.updatedAt : last.createdAt).toISOString(),
-              last.id,
-            ])
-          : undefined;
-      return { data: page.map(dealToProto), nextCursor };
+      const { rows, nextCursor } = await keysetPage<DealRecord>({
+        list: LIST,
+        filters: raw,
+        cursor: req.cursor,
+        limit: req.limit,
+        defaultLimit: 50,
+        sortKey: (d) => (filters.updatedAfter ? d.updatedAt : d.createdAt),
+        fetch: (take, after) => deals.list(req.workspaceId, filters, take, after),
+      });
+      return { data: rows.map(dealToProto), nextCursor };
     },
 
     async getOpportunity(req) {

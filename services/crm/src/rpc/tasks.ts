@@ -10,7 +10,7 @@ import {
   TaskSchema,
   type TaskService,
 } from "@funil/contracts";
-import { decodeCursor, type ErrorDetail, encodeCursor, invalid, parseTimestamp, toApiJson } from "@funil/rpc";
+import { type ErrorDetail, invalid, keysetPage, parseTimestamp, toApiJson } from "@funil/rpc";
 import type { NoteRecord, NoteStore } from "../store/notes.js";
 import type { TaskStore } from "../store/tasks.js";
 import type { TaskChanges, TaskRecord } from "../tasks.js";
@@ -88,25 +88,17 @@ export function taskService(deps: { tasks: TaskStore; clock: Clock }): ServiceIm
   const { tasks, clock } = deps;
   return {
     async listTasks(req) {
-      if (req.limit !== 0 && (req.limit < 1 || req.limit > 500))
-        throw invalid("limit must be between 1 and 500", [
-          { path: "limit", message: "must be between 1 and 500" },
-        ]);
-      const limit = req.limit || 50;
       const filters = { assigneeUserId: req.assigneeUserId, open: req.open };
-      let after: [Date, string] | undefined;
-      if (req.cursor) {
-        const [at, id] = decodeCursor(req.cursor, LIST, filters, ["timestamp", "string"]);
-        after = [new Date(at as string), id as string];
-      }
-      const rows = await tasks.list(req.workspaceId, filters, limit + 1, after);
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      const nextCursor =
-        rows.length > limit && last
-          ? encodeCursor(LIST, filters, [last.createdAt.toISOString(), last.id])
-          : undefined;
-      return { data: page.map(taskToProto), nextCursor };
+      const { rows, nextCursor } = await keysetPage<TaskRecord>({
+        list: LIST,
+        filters,
+        cursor: req.cursor,
+        limit: req.limit,
+        defaultLimit: 50,
+        sortKey: (t) => t.createdAt,
+        fetch: (take, after) => tasks.list(req.workspaceId, filters, take, after),
+      });
+      return { data: rows.map(taskToProto), nextCursor };
     },
 
     async createTask(req) {
