@@ -80,12 +80,12 @@ describe("dependency outage (DESIGN: 503, safe to retry)", () => {
 
   it("stop() lets requests in flight finish before closing (graceful shutdown)", async () => {
     const ws = await newWorkspace({ scopes: ["contacts.read"] });
-    // crm behind a proxy that holds every packet 300 ms, so the requests are surely in flight at stop().
-    const proxy = await slowProxy(new URL(inject("crmUrl")).port, 300);
+    // crm behind a proxy that holds every packet 1.5 s, so the requests are surely in flight at stop().
+    const proxy = await slowProxy(new URL(inject("crmUrl")).port, 1500);
     const gw = await copy({ CRM_URL: `http://127.0.0.1:${proxy.port}` });
     try {
       const inFlight = Promise.all(Array.from({ length: 5 }, () => get(gw.url, ws.key)));
-      await new Promise((r) => setTimeout(r, 150));
+      await new Promise((r) => setTimeout(r, 700));
       const stopped = gw.stop();
       expect((await inFlight).map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
       await stopped;
