@@ -78,8 +78,11 @@ describe("transactional outbox (API §12)", () => {
       },
       onError: () => {},
     });
-    await expect(failing.flush()).rejects.toThrow("bus down");
-    await failing.stop();
+    try {
+      await expect(failing.flush()).rejects.toThrow("bus down");
+    } finally {
+      await failing.stop();
+    }
     expect(await sql`select id from outbox`).toEqual([{ id: evt.id }]);
     // Simulate a crash after publishing and before deleting: publish once by hand, then let the relay run.
     await publisher(nc)(subjectOf("x.retry"), new TextEncoder().encode(JSON.stringify(evt)), evt.id);
@@ -98,7 +101,7 @@ describe("transactional outbox (API §12)", () => {
 
   it("the relay wakes on NOTIFY and publishes without waiting for its polling interval", async () => {
     const relay = startOutboxRelay({ sql, publish: publisher(nc), intervalMs: 60_000 });
-    await new Promise((r) => setTimeout(r, 200));
+    await relay.ready;
     const evt = await sql.begin((tx) =>
       writeEvent(tx, subjectOf, { type: "x.notify", workspaceId: "ws", occurredAt: new Date(), data: {} }),
     );

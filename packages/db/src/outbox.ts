@@ -53,8 +53,14 @@ export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batc
   const encoder = new TextEncoder();
   let stopped = false;
   let wake: (() => void) | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const listening = sql.listen("outbox", () => wake?.()).catch((err) => onError?.(err));
+  // A notification that lands while a drain runs must not be lost: it makes the loop go round again.
+  let notified = false;
+  const listening = sql
+    .listen("outbox", () => {
+      notified = true;
+      wake?.();
+    })
+    .catch((err) => onError?.(err));
 
   async function drainOnce(): Promise<number> {
     return sql.begin(async (tx) => {
@@ -70,14 +76,27 @@ export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batc
     });
   }
 
+  // One drain at a time per relay: flush() waits for the loop's drain instead of skipping its locked rows.
+  let busy: Promise<unknown> = Promise.resolve();
+  function drain(): Promise<number> {
+    const run = busy.then(drainOnce);
+    busy = run.catch(() => {});
+    return run;
+  }
+
   async function loop() {
     while (!stopped) {
+      notified = false;
+      let failed = false;
       try {
-        while (!stopped && (await drainOnce()) === batch) {}
+        while (!stopped && (await drain()) === batch) {}
       } catch (err) {
+        failed = true;
         onError?.(err);
       }
       if (stopped) break;
+      // After a failure wait out the interval even if writes keep notifying: no hot loop on a bus outage.
+      if (notified && !failed) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, intervalMs);
         wake = () => {
@@ -88,12 +107,14 @@ export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batc
       wake = undefined;
     }
   }
-  running = loop();
+  const running = loop();
 
   return {
+    /** Resolves once the relay listens for notifications (until then it only polls). */
+    ready: listening.then(() => {}),
     /** Publishes everything pending now (tests and shutdown). */
     flush: async () => {
-      while ((await drainOnce()) > 0) {}
+      while ((await drain()) > 0) {}
     },
     stop: async () => {
       stopped = true;
