@@ -1,9 +1,11 @@
 // Makes sure PostgreSQL, Redis and NATS answer at the URLs the stack is given. Where nothing answers on a
 // local address, a private instance is started with its data under dataDir (.data/ by default). Those
 // instances outlive this process on purpose: later runs (and a second stack beside this one) share them.
-import { execFile, spawn } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -88,7 +90,7 @@ export async function ensureInfra({
 /** Stops the private instances that ensureInfra started in dataDir; returns the names of those stopped. */
 export async function stopPrivateInfra(dataDir = path.join(ROOT, ".data")) {
   const stopped = [];
-  const pgData = path.join(dataDir, "pg");
+  const pgData = pgDataDir(dataDir);
   if (fs.existsSync(path.join(pgData, "postmaster.pid"))) {
     const pgCtl = path.join(postgresBinDir(), "pg_ctl");
     // The pid file outlives a crash: pg_ctl status tells whether a server really runs there.
@@ -143,9 +145,11 @@ async function waitListening(name, host, port, logFile, exited) {
 
 async function startPostgres({ bind, port, dataDir }) {
   const bin = postgresBinDir();
-  const pgData = path.join(dataDir, "pg");
-  // Only the last folder is private: as root, the postgres user must still be able to reach it.
   fs.mkdirSync(dataDir, { recursive: true });
+  const pgData = pgDataDir(dataDir);
+  if (pgData !== path.join(dataDir, "pg"))
+    console.error(`[infra] PostgreSQL data in ${pgData} (see pgDataDir)`);
+  // Only the last folder is private: as root, the postgres user must still be able to reach it.
   fs.mkdirSync(pgData, { recursive: true, mode: 0o700 });
   // initdb and postgres refuse to run as root; the Debian package provides the postgres user for that.
   if (isRoot()) await run("chown", ["-R", "postgres:postgres", pgData]);
@@ -259,6 +263,20 @@ function missing(what, program, debianPackage) {
     `${what} is not installed (no ${program} found). Install it with \`apt-get install ${debianPackage}\`, ` +
       "or point the URL variable at a running server.",
   );
+}
+
+/**
+ * Where the private PostgreSQL keeps its data: <dataDir>/pg, unless we run as root and the postgres
+ * user cannot reach that folder (a checkout under /root, or in a mode-700 temporary folder): then a
+ * folder of the postgres user's own, named after dataDir so that stop finds it again.
+ */
+export function pgDataDir(dataDir) {
+  const inside = path.join(dataDir, "pg");
+  if (!isRoot() || spawnSync("runuser", ["-u", "postgres", "--", "test", "-x", dataDir]).status === 0)
+    return inside;
+  const home = fs.existsSync("/var/lib/postgresql") ? "/var/lib/postgresql" : os.tmpdir();
+  const tag = createHash("sha256").update(path.resolve(dataDir)).digest("hex").slice(0, 12);
+  return path.join(home, `funil-${tag}`);
 }
 
 function isRoot() {
