@@ -5,11 +5,16 @@ export type TransactionSql = postgres.TransactionSql;
 export { postgres };
 
 const UNIQUE_VIOLATION = "23505";
+const FOREIGN_KEY_VIOLATION = "23503";
 const DUPLICATE_DATABASE = "42P04";
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint_name?: string };
   return e?.code === UNIQUE_VIOLATION && (constraint === undefined || e.constraint_name === constraint);
+}
+
+export function isForeignKeyViolation(err: unknown): boolean {
+  return (err as { code?: string })?.code === FOREIGN_KEY_VIOLATION;
 }
 
 function withDatabase(url: string, database: string): string {

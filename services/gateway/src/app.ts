@@ -1,6 +1,7 @@
 import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
+import { apiError } from "@funil/rpc";
 import Fastify, { type FastifyReply, type FastifyServerOptions } from "fastify";
 import {
   jsonSchemaTransform,
@@ -123,7 +124,8 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
         nameSpace: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
         skipOnError: true,
         keyGenerator: (req) => req.caller?.keyId ?? req.ip,
-        errorResponseBuilder: () => Object.assign(new Error("rate limited"), { statusCode: 429 }),
+        errorResponseBuilder: () =>
+          apiError("rate_limited", "too many requests for this key; see retry-after"),
       });
       await v1.register(contactRoutes(ctx));
       await v1.register(dealRoutes(ctx));

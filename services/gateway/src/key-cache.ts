@@ -25,10 +25,18 @@ export function keyResolver(opts: {
   const cache = new Map<string, { caller: Caller; hash: string; expires: number }>();
   const subscriber = opts.redis.duplicate();
   const ready = subscriber.subscribe(opts.channel).catch(() => {});
-  subscriber.on("message", (_channel, keyId: string) => drop(keyId));
+  // Messages name a key (`key:<id>`) or a whole workspace (`workspace:<id>`, its operator flag changed).
+  subscriber.on("message", (_channel, message: string) => drop(message));
 
-  function drop(keyId: string) {
-    for (const [hash, entry] of cache) if (entry.caller.keyId === keyId) cache.delete(hash);
+  function drop(target: string) {
+    const [kind, id] = target.split(":", 2) as ["key" | "workspace", string];
+    for (const [hash, entry] of cache) {
+      if ((kind === "key" ? entry.caller.keyId : entry.caller.workspaceId) === id) cache.delete(hash);
+    }
+  }
+  async function announce(target: string) {
+    drop(target);
+    await opts.redis.publish(opts.channel, target).catch(() => {});
   }
 
   const toCaller = (k: KeyRecord): Caller => ({
@@ -56,10 +64,9 @@ export function keyResolver(opts: {
       return caller;
     },
     /** Drops the key here and tells every other gateway copy to do the same. */
-    async invalidate(keyId: string) {
-      drop(keyId);
-      await opts.redis.publish(opts.channel, keyId).catch(() => {});
-    },
+    invalidate: (keyId: string) => announce(`key:${keyId}`),
+    /** The same for every key of a workspace. */
+    invalidateWorkspace: (workspaceId: string) => announce(`workspace:${workspaceId}`),
     async close() {
       await subscriber.quit().catch(() => subscriber.disconnect());
     },

@@ -18,7 +18,7 @@ import {
   newDeal,
 } from "../deals.js";
 import type { PipelineStore } from "./pipelines.js";
-import { checkReferences, invalidReference, isForeignKeyViolation, type Reference } from "./references.js";
+import { checkReferences, invalidReference, mapWriteError, type Reference } from "./references.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
 export type EmitDealEvent = (tx: TransactionSql, type: DealEventType, deal: DealRecord) => Promise<void>;
@@ -74,15 +74,6 @@ function stateColumns(sql: Db, s: DealState) {
     url: s.url,
     stage_changed_at: s.stageChangedAt,
   };
-}
-
-/** A race the checks could not see (the foreign keys decide): still a 422, never a 500. */
-function mapWriteError(err: unknown): never {
-  if (isForeignKeyViolation(err))
-    throw invalidReference([
-      { path: "reference", message: "a referenced record does not exist in this workspace" },
-    ]);
-  throw err;
 }
 
 export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEvent) {

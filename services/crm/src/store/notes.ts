@@ -1,5 +1,5 @@
 import { newId, type Sql, type TransactionSql } from "@funil/db";
-import { checkReferences, invalidReference, isForeignKeyViolation, type Reference } from "./references.js";
+import { checkReferences, invalidReference, mapWriteError, type Reference } from "./references.js";
 
 export interface NoteRecord {
   id: string;
@@ -54,11 +54,7 @@ export function noteStore(sql: Sql, emit: EmitNoteEvent) {
           await emit(tx, "note.created", row!);
           return row!;
         } catch (err) {
-          if (isForeignKeyViolation(err))
-            throw invalidReference([
-              { path: "reference", message: "a referenced record does not exist in this workspace" },
-            ]);
-          throw err;
+          mapWriteError(err);
         }
       });
     },

@@ -1,4 +1,4 @@
-import type { TransactionSql } from "@funil/db";
+import { isForeignKeyViolation, type TransactionSql } from "@funil/db";
 import { apiError, type ErrorDetail } from "@funil/rpc";
 
 export type ReferenceKind = "contact" | "pipeline" | "opportunity" | "member";
@@ -10,11 +10,6 @@ export interface Reference {
   id: string;
 }
 
-const FOREIGN_KEY_VIOLATION = "23503";
-
-export const isForeignKeyViolation = (err: unknown) =>
-  (err as { code?: string })?.code === FOREIGN_KEY_VIOLATION;
-
 /**
  * Checks that every referenced row exists in the workspace (a trashed deal
  * does not); throws one 422 invalid_reference naming each missing one
@@ -25,24 +20,35 @@ export async function checkReferences(
   workspaceId: string,
   refs: Reference[],
 ): Promise<void> {
-  const problems: ErrorDetail[] = [];
-  for (const ref of refs) {
-    const rows =
+  // Sent together: postgres pipelines them on the transaction's connection.
+  const found = await Promise.all(
+    refs.map((ref) =>
       ref.kind === "contact"
-        ? await tx`select 1 from contacts where workspace_id = ${workspaceId} and id = ${ref.id}`
+        ? tx`select 1 from contacts where workspace_id = ${workspaceId} and id = ${ref.id}`
         : ref.kind === "pipeline"
-          ? await tx`select 1 from pipelines where workspace_id = ${workspaceId} and id = ${ref.id}`
+          ? tx`select 1 from pipelines where workspace_id = ${workspaceId} and id = ${ref.id}`
           : ref.kind === "member"
-            ? await tx`select 1 from members where workspace_id = ${workspaceId} and id = ${ref.id}`
-            : await tx`
+            ? tx`select 1 from members where workspace_id = ${workspaceId} and id = ${ref.id}`
+            : tx`
                 select 1 from opportunities
-                where workspace_id = ${workspaceId} and id = ${ref.id} and trashed_at is null`;
-    if (rows.length === 0)
-      problems.push({ path: ref.path, message: `no ${ref.kind} ${ref.id} in this workspace` });
-  }
+                where workspace_id = ${workspaceId} and id = ${ref.id} and trashed_at is null`,
+    ),
+  );
+  const problems: ErrorDetail[] = refs
+    .filter((_, i) => found[i]!.length === 0)
+    .map((ref) => ({ path: ref.path, message: `no ${ref.kind} ${ref.id} in this workspace` }));
   if (problems.length > 0) throw invalidReference(problems);
 }
 
 export function invalidReference(problems: ErrorDetail[]) {
   return apiError("invalid_reference", problems.map((p) => `${p.path}: ${p.message}`).join("; "), problems);
+}
+
+/** A race the checks could not see (the foreign keys decide): still a 422, never a 500. */
+export function mapWriteError(err: unknown): never {
+  if (isForeignKeyViolation(err))
+    throw invalidReference([
+      { path: "reference", message: "a referenced record does not exist in this workspace" },
+    ]);
+  throw err;
 }

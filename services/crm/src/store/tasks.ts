@@ -8,7 +8,7 @@ import {
   type TaskRecord,
   type TaskState,
 } from "../tasks.js";
-import { checkReferences, invalidReference, isForeignKeyViolation, type Reference } from "./references.js";
+import { checkReferences, invalidReference, mapWriteError, type Reference } from "./references.js";
 
 export type EmitTaskEvent = (
   tx: TransactionSql,
@@ -65,14 +65,6 @@ async function resolveReferences(
     else if (deal && next.contactId !== deal.contactId)
       throw invalidReference([{ path: "contactId", message: "the opportunity belongs to another contact" }]);
   }
-}
-
-function mapWriteError(err: unknown): never {
-  if (isForeignKeyViolation(err))
-    throw invalidReference([
-      { path: "reference", message: "a referenced record does not exist in this workspace" },
-    ]);
-  throw err;
 }
 
 export function taskStore(sql: Sql, emit: EmitTaskEvent) {

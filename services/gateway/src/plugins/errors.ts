@@ -48,11 +48,6 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
     if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       return reply.code(413).send(errorBody("payload_too_large", "request body is too large"));
     }
-    if (err.statusCode === 429) {
-      return reply
-        .code(429)
-        .send(errorBody("rate_limited", "too many requests for this key; see retry-after"));
-    }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500 && !("metadata" in err)) {
       // Fastify's own 4xx (malformed JSON, empty body with a JSON content type…).
       return reply.code(400).send(errorBody("validation_failed", err.message));

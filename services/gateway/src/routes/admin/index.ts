@@ -105,8 +105,7 @@ export const adminRoutes =
         const ws = await ctx.keyStore.updateWorkspace(req.params.ws, req.body, ctx.clock.now());
         if (!ws) await mustWorkspace(req.params.ws);
         // The operator flag is part of every cached caller of this workspace.
-        for (const key of await ctx.sql`select id from api_keys where workspace_id = ${req.params.ws}`)
-          await ctx.keys.invalidate(key.id as string);
+        await ctx.keys.invalidateWorkspace(req.params.ws);
         return workspaceJson(ws!);
       },
     );
