@@ -29,6 +29,13 @@ export const errorResponse = z
   })
   .meta({ id: "Error" });
 
+/** The `response` entries of the given error statuses, all with the one error body (API.md §1). */
+export const errorResponses = (...statuses: Array<400 | 401 | 403 | 404 | 409 | 422>) =>
+  Object.fromEntries(statuses.map((status) => [status, errorResponse])) as Record<
+    `${(typeof statuses)[number]}`,
+    typeof errorResponse
+  >;
+
 export const page = <T extends z.ZodType>(item: T) =>
   z.object({ data: z.array(item), nextCursor: z.string().nullable() });
 

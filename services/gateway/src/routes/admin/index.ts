@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
 import { errorBody } from "../../plugins/errors.js";
-import { errorResponse } from "../../schemas/common.js";
+import { errorResponses } from "../../schemas/common.js";
 import { createPipelineBody, pipeline } from "../../schemas/pipelines.js";
 import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
 import { customField, customFieldJson, member, memberJson } from "../v1/workspace.js";
@@ -28,7 +28,7 @@ const scopes = z
   .array(z.enum(SCOPES))
   .max(SCOPES.length)
   .transform((s) => [...new Set(s)]);
-const errors = { 400: errorResponse, 401: errorResponse, 404: errorResponse, 409: errorResponse };
+const errors = errorResponses(400, 401, 404, 409);
 
 const workspaceJson = (w: WorkspaceRecord) => ({ ...w, createdAt: w.createdAt.toISOString() });
 const keyJson = (k: KeyRecord) => ({

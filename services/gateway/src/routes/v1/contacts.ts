@@ -3,7 +3,7 @@ import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponse, idParam } from "../../schemas/common.js";
+import { errorResponses, idParam } from "../../schemas/common.js";
 import {
   contact,
   contactDetail,
@@ -16,13 +16,7 @@ import { setClearFields, stringList } from "./fields.js";
 
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };
-const errors = {
-  400: errorResponse,
-  401: errorResponse,
-  403: errorResponse,
-  404: errorResponse,
-  409: errorResponse,
-};
+const errors = errorResponses(400, 401, 403, 404, 409);
 
 export const contactJson = (c: Contact | undefined) =>
   toApiJson(ContactSchema, c!) as z.infer<typeof contact>;

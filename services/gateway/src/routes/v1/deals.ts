@@ -10,7 +10,7 @@ import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponse, idParam } from "../../schemas/common.js";
+import { errorResponses, idParam } from "../../schemas/common.js";
 import {
   createDealBody,
   deal,
@@ -24,14 +24,7 @@ import { setClearFields, stringList } from "./fields.js";
 
 const read = { scopes: ["opportunities.read"] };
 const write = { scopes: ["opportunities.write"] };
-const errors = {
-  400: errorResponse,
-  401: errorResponse,
-  403: errorResponse,
-  404: errorResponse,
-  409: errorResponse,
-  422: errorResponse,
-};
+const errors = errorResponses(400, 401, 403, 404, 409, 422);
 
 export const dealJson = (d: Opportunity | undefined) =>
   toApiJson(OpportunitySchema, d!) as z.infer<typeof deal>;

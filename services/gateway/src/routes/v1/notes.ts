@@ -3,10 +3,10 @@ import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponse } from "../../schemas/common.js";
+import { errorResponses } from "../../schemas/common.js";
 import { createNoteBody, note } from "../../schemas/notes.js";
 
-const errors = { 400: errorResponse, 401: errorResponse, 403: errorResponse, 422: errorResponse };
+const errors = errorResponses(400, 401, 403, 422);
 
 export const noteRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponse } from "../../schemas/common.js";
+import { errorResponses } from "../../schemas/common.js";
 import { pipelineList } from "../../schemas/pipelines.js";
 
-const errors = { 401: errorResponse, 403: errorResponse };
+const errors = errorResponses(401, 403);
 
 export const pipelineRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>

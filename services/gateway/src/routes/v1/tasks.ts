@@ -3,17 +3,11 @@ import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponse, idParam } from "../../schemas/common.js";
+import { errorResponses, idParam } from "../../schemas/common.js";
 import { createTaskBody, listTasksQuery, patchTaskBody, task, taskList } from "../../schemas/tasks.js";
 import { setClearFields } from "./fields.js";
 
-const errors = {
-  400: errorResponse,
-  401: errorResponse,
-  403: errorResponse,
-  404: errorResponse,
-  422: errorResponse,
-};
+const errors = errorResponses(400, 401, 403, 404, 422);
 
 const taskJson = (t: Task | undefined) => toApiJson(TaskSchema, t!) as z.infer<typeof task>;
 

@@ -3,7 +3,7 @@ import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponse } from "../../schemas/common.js";
+import { errorResponses } from "../../schemas/common.js";
 
 export const customField = z
   .object({
@@ -32,7 +32,7 @@ export const customFieldJson = (f: CustomField | undefined) =>
   toApiJson(CustomFieldSchema, f!) as z.infer<typeof customField>;
 export const memberJson = (m: Member | undefined) => toApiJson(MemberSchema, m!) as z.infer<typeof member>;
 
-const errors = { 400: errorResponse, 401: errorResponse, 403: errorResponse };
+const errors = errorResponses(400, 401, 403);
 
 export const workspaceRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
