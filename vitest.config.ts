@@ -1,5 +1,9 @@
 import { defineConfig } from "vitest/config";
 
+// The FUNIL_ENV of the test run (databases, streams, subjects): FUNIL_TEST_ENV lets two checkouts on one
+// machine run their suites at once without dropping each other's databases.
+process.env.FUNIL_TEST_ENV ||= "test";
+
 export default defineConfig({
   test: {
     include: ["packages/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "tests/**/*.test.ts"],

@@ -12,7 +12,7 @@ describe("admin CLI and seed (API §2)", () => {
         ...process.env,
         GATEWAY_URL: gatewayUrl(),
         ADMIN_TOKEN: inject("adminToken"),
-        FUNIL_ENV: "test",
+        FUNIL_ENV: inject("funilEnv"),
       },
     });
     const key = /Your API key \(shown once\): (fnl_\w+)/.exec(stdout)?.[1];
@@ -35,7 +35,7 @@ describe("admin CLI and seed (API §2)", () => {
       ...process.env,
       GATEWAY_URL: gatewayUrl(),
       ADMIN_TOKEN: inject("adminToken"),
-      FUNIL_ENV: "test",
+      FUNIL_ENV: inject("funilEnv"),
     };
     const ws = JSON.parse(
       (await run("node", ["services/gateway/dist/cli.js", "workspace:create", "CLI ws"], { env })).stdout,

@@ -10,7 +10,7 @@ const copy = (env: Record<string, string>) =>
   startGateway(
     loadConfig(gatewayConfig, {
       ...process.env,
-      FUNIL_ENV: "test",
+      FUNIL_ENV: inject("funilEnv"),
       LOG_LEVEL: "silent",
       PORT: "0",
       AUTH_PORT: "0",

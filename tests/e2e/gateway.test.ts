@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AuthService } from "@funil/contracts";
@@ -231,11 +232,11 @@ describe("operations endpoints (API §1)", () => {
     const bad = await ws.call("POST", "/contacts", "{not json", { "content-type": "application/json" });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe("validation_failed");
-    const huge = await ws.call("POST", "/contacts", {
-      phone: "5511999999999",
-      notes: "x".repeat(2 * 1024 * 1024),
-    });
+    // The limit is judged from content-length before the body is read: the client sends only the headers,
+    // so the answer cannot race a write the server has stopped reading (EPIPE).
+    const huge = await bodyLimitAnswer(`${gatewayUrl()}/api/v1/contacts`, ws.key, 2 * 1024 * 1024);
     expect(huge.status).toBe(413);
+    expect(JSON.parse(huge.body).error.code).toBe("payload_too_large");
   });
 
   it("the router's own failures (bad percent-encoding, an id of thousands of characters) answer 400 with the error body", async () => {
@@ -270,3 +271,24 @@ describe("internal Auth service (API §11)", () => {
     expect((await auth.getKey({ keyId: "key_unknown" })).active).toBe(false);
   });
 });
+
+/** POSTs headers announcing `length` bytes, writes none, and returns the answer. */
+function bodyLimitAnswer(url: string, key: string, length: number) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = httpRequest(url, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        "content-length": length,
+      },
+    });
+    req.on("response", (res) => {
+      let body = "";
+      res.on("data", (d) => (body += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.flushHeaders();
+  });
+}

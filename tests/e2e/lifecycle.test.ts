@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -12,7 +12,7 @@ const freePort = () =>
 
 function run(script: string, env: Record<string, string>) {
   const child = spawn("node", [script], {
-    env: { ...process.env, FUNIL_ENV: "test", LOG_LEVEL: "info", ...env },
+    env: { ...process.env, FUNIL_ENV: inject("funilEnv"), LOG_LEVEL: "info", ...env },
   });
   let output = "";
   child.stdout.on("data", (d) => (output += d));

@@ -16,6 +16,8 @@ declare module "vitest" {
   }
 }
 
+const TEST_ENV = process.env.FUNIL_TEST_ENV ?? "test";
+
 /**
  * The whole stack, started once for the run from the built services, on free
  * ports, with FUNIL_ENV=test: its own databases, streams and subjects, so a
@@ -24,7 +26,7 @@ declare module "vitest" {
 export default async function setup(project: TestProject) {
   const env: Record<string, string | undefined> = {
     ...process.env,
-    FUNIL_ENV: "test",
+    FUNIL_ENV: TEST_ENV,
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
     RATE_LIMIT_MAX: "100000",
     WEBHOOK_ALLOW_HTTP: "true",
@@ -42,7 +44,7 @@ export default async function setup(project: TestProject) {
   });
   for (const {
     datname,
-  } of await server`select datname from pg_database where datname like 'funil\\_test\\_%'`)
+  } of await server`select datname from pg_database where datname like ${`funil\\_${TEST_ENV}\\_%`}`)
     await server.unsafe(`drop database if exists "${datname}" with (force)`);
   await server.end();
 
@@ -50,7 +52,7 @@ export default async function setup(project: TestProject) {
   project.provide("gatewayUrl", stack.gatewayUrl);
   project.provide("adminToken", stack.adminToken);
   project.provide("natsUrl", env.NATS_URL ?? "nats://127.0.0.1:4222");
-  project.provide("funilEnv", "test");
+  project.provide("funilEnv", TEST_ENV);
   project.provide("authUrl", stack.env.AUTH_URL);
   project.provide("crmUrl", stack.env.CRM_URL);
   return async () => {

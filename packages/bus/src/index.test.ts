@@ -3,7 +3,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectBus, consume, ensureStreams, publisher } from "./index.js";
 
-const names = naming("unit_bus");
+const names = naming(`${process.env.FUNIL_TEST_ENV}_unit_bus`);
 let nc: Awaited<ReturnType<typeof connectBus>>;
 
 beforeAll(async () => {
@@ -18,8 +18,8 @@ afterAll(async () => {
 describe("JetStream helpers (DESIGN: one place for streams and consumers)", () => {
   it("streams follow the FUNIL_ENV naming, with file storage; ensureStreams is idempotent", async () => {
     await ensureStreams(nc, names, ["EVENTS"]);
-    const info = await (await jetstreamManager(nc)).streams.info("UNIT_BUS_EVENTS");
-    expect(info.config.subjects).toEqual(["unit_bus.events.>"]);
+    const info = await (await jetstreamManager(nc)).streams.info(names.stream("EVENTS"));
+    expect(info.config.subjects).toEqual([`${process.env.FUNIL_TEST_ENV}_unit_bus.events.>`]);
     expect(info.config.storage).toBe("file");
   });
 

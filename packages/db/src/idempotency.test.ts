@@ -13,7 +13,7 @@ let sql: Sql;
 beforeAll(async () => {
   sql = await openDatabase(
     process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
-    "funil_test_deals_db",
+    `funil_${process.env.FUNIL_TEST_ENV}_deals_db`,
   );
   await migrate(sql);
   await sql`create table if not exists things (id serial primary key, note text)`;

@@ -6,7 +6,7 @@ import { openDatabase, type Sql } from "./client.js";
 import { migrate } from "./migrate.js";
 import { firstDelivery, startOutboxRelay, writeEvent } from "./outbox.js";
 
-const names = naming("unit_outbox");
+const names = naming(`${process.env.FUNIL_TEST_ENV}_unit_outbox`);
 const server = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 let sql: Sql;
 let nc: Awaited<ReturnType<typeof connectBus>>;
