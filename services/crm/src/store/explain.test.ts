@@ -20,7 +20,12 @@ const noop = async () => {};
 
 beforeAll(async () => {
   crm = await startCrm(
-    loadConfig(crmConfig, { ...process.env, FUNIL_ENV: `${process.env.FUNIL_TEST_ENV}_deals`, CRM_PORT: "0", LOG_LEVEL: "warn" }),
+    loadConfig(crmConfig, {
+      ...process.env,
+      FUNIL_ENV: `${process.env.FUNIL_TEST_ENV}_deals`,
+      CRM_PORT: "0",
+      LOG_LEVEL: "warn",
+    }),
   );
   const sql = crm.sql;
   await sql.begin(async (tx) => {
