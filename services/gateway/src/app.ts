@@ -17,6 +17,7 @@ import { adminRoutes } from "./routes/admin/index.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { dealRoutes } from "./routes/v1/deals.js";
 import { funnelRoutes } from "./routes/v1/funnel.js";
+import { learnerRoutes } from "./routes/v1/learners.js";
 import { noteRoutes } from "./routes/v1/notes.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
@@ -119,8 +120,9 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       ctx.sql`select 1`,
       ctx.redis.ping(),
       ctx.crm.customFields.listCustomFields({ workspaceId: "readyz" }, { timeoutMs: 2000 }),
+      ctx.learning.learners.listLearners({ limit: 1 }, { timeoutMs: 2000 }),
     ]);
-    const names = ["database", "redis", "crm"];
+    const names = ["database", "redis", "crm", "learning"];
     const failed = names.filter((_, i) => checks[i]?.status === "rejected");
     if (failed.length > 0)
       return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
@@ -148,6 +150,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(taskRoutes(ctx));
       await v1.register(noteRoutes(ctx));
       await v1.register(workspaceRoutes(ctx));
+      await v1.register(learnerRoutes(ctx));
     },
     { prefix: "/api/v1" },
   );

@@ -3,6 +3,8 @@ import {
   ContactSchema,
   CustomFieldSchema,
   FunnelSchema,
+  LearnerDetailSchema,
+  LearnerSchema,
   MemberSchema,
   NoteSchema,
   OpportunitySchema,
@@ -106,3 +108,6 @@ export const customField = apiSchema(CustomFieldSchema, {
   narrow: { entity: fieldEntity, type: fieldType },
 }).meta({ id: "CustomField" });
 export const member = apiSchema(MemberSchema).meta({ id: "Member" });
+
+export const learner = apiSchema(LearnerSchema).meta({ id: "Learner" });
+export const learnerDetail = apiSchema(LearnerDetailSchema).meta({ id: "LearnerDetail" });

@@ -1,0 +1,7 @@
+import { baseEnv, port, z } from "@funil/config";
+
+export const learningConfig = baseEnv.extend({
+  LEARNING_PORT: port.default(7002),
+  HOST: z.string().default("127.0.0.1"),
+});
+export type LearningConfig = z.output<typeof learningConfig>;

@@ -1,0 +1,58 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { Clock } from "@funil/config";
+import { type LearnerService, ListLearnersRequestSchema } from "@funil/contracts";
+import { notFound } from "@funil/errors";
+import { keysetPage, plainOf } from "@funil/rpc";
+import { check, idParam, learnerQuery, listLearnersQuery, parseTimestamp } from "@funil/schemas";
+import { fold } from "../messages.js";
+import type { LearnerRecord, LearnerStore } from "../store/learners.js";
+import { windowStart } from "../window.js";
+import { learnerDetailToProto, learnerToProto } from "./wire.js";
+
+const LIST = "learners";
+
+const at = (v: string | undefined) => (v === undefined ? undefined : parseTimestamp(v));
+
+/** Learner usage (SPEC.md §4, API.md §10): global data, no workspace. */
+export function learnerService(deps: {
+  learners: LearnerStore;
+  clock: Clock;
+}): ServiceImpl<typeof LearnerService> {
+  const { learners, clock } = deps;
+  return {
+    async listLearners(req) {
+      const { cursor, limit, ...filters } = check(
+        listLearnersQuery,
+        plainOf(ListLearnersRequestSchema, req),
+        "query",
+      );
+      const { rows, nextCursor } = await keysetPage<LearnerRecord>({
+        list: LIST,
+        filters,
+        cursor,
+        limit,
+        defaultLimit: 50,
+        sortKey: (l) => l.createdAt,
+        fetch: (take, after) =>
+          learners.list(
+            {
+              q: filters.q === undefined ? undefined : fold(filters.q),
+              activeSince: at(filters.activeSince),
+              activeBefore: at(filters.activeBefore),
+            },
+            take,
+            after,
+          ),
+      });
+      return { data: rows.map(learnerToProto), nextCursor };
+    },
+
+    async getLearner(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      const { days } = check(learnerQuery, req.days === undefined ? {} : { days: req.days }, "query");
+      const learner = await learners.get(id, days, windowStart(clock.now(), days));
+      if (!learner) throw notFound("learner");
+      return { learner: learnerDetailToProto(learner) };
+    },
+  };
+}

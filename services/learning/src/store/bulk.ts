@@ -1,0 +1,153 @@
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import type { Writable } from "node:stream";
+import { finished } from "node:stream/promises";
+import type { Sql, TransactionSql } from "@funil/db";
+import { copyLine, STAGING, type Staging, type Value } from "../bulk.js";
+
+const CHUNK = 256 * 1024;
+
+/**
+ * Staging tables for one import run: unlogged scratch tables, each filled by
+ * its own COPY stream while the file is read, merged into the real tables in
+ * one transaction by merge(), dropped by drop() whatever happened. Nothing
+ * reaches the real tables before merge() commits.
+ */
+export async function openStaging(sql: Sql) {
+  const run = randomBytes(6).toString("hex");
+  const names = Object.fromEntries(
+    (Object.keys(STAGING) as Staging[]).map((t) => [t, `import_${run}_${t}`]),
+  ) as Record<Staging, string>;
+  for (const t of Object.keys(STAGING) as Staging[])
+    await sql.unsafe(`create unlogged table ${names[t]} (line bigint not null, ${STAGING[t]})`);
+
+  const streams = new Map<Staging, { writable: Promise<Writable>; buffer: string }>();
+
+  async function flush(entry: { writable: Promise<Writable>; buffer: string }) {
+    const w = await entry.writable;
+    const chunk = entry.buffer;
+    entry.buffer = "";
+    if (!w.write(chunk)) await once(w, "drain");
+  }
+
+  return {
+    /** Adds a row; resolves once its stream accepts more (backpressure keeps memory flat). */
+    async add(t: Staging, line: number, values: Value[]) {
+      let entry = streams.get(t);
+      if (!entry) {
+        // COPY opens lazily: a file without, say, certificates never holds a connection for them.
+        entry = { writable: sql`copy ${sql(names[t])} from stdin`.writable(), buffer: "" };
+        streams.set(t, entry);
+      }
+      entry.buffer += copyLine([line, ...values]);
+      if (entry.buffer.length >= CHUNK) await flush(entry);
+    },
+
+    /** Ends every COPY (the rows are then in the staging tables). */
+    async finish() {
+      for (const entry of streams.values()) {
+        if (entry.buffer) await flush(entry);
+        const w = await entry.writable;
+        w.end();
+        await finished(w);
+      }
+    },
+
+    /** Stops the COPY streams without loading anything more. */
+    async abort() {
+      await Promise.all(
+        [...streams.values()].map(async (entry) => {
+          const w = await entry.writable.catch(() => undefined);
+          if (!w || w.destroyed) return;
+          w.destroy(new Error("import aborted"));
+          await finished(w).catch(() => {});
+        }),
+      );
+    },
+
+    /** Applies everything staged in one transaction, with the live stream's rules (store/platform.ts). */
+    merge: () => sql.begin((tx) => mergeStaged(tx, names)),
+
+    async drop() {
+      for (const t of Object.keys(STAGING) as Staging[]) await sql.unsafe(`drop table if exists ${names[t]}`);
+    },
+  };
+}
+
+/**
+ * Set-based merge. Upserts without a clock (users, courses, lessons,
+ * enrollments, certificates, documents): the last line of the file stands, as
+ * the last message of the stream does. Sessions: the first line of a session
+ * stands. Lesson progress and library reads are cumulative: the latest `at`
+ * stands (ties: the larger values), against the table too, so an older file
+ * never rolls back a newer state. lastLoginAt/lastActiveAt only move forward.
+ */
+async function mergeStaged(tx: TransactionSql, s: Record<Staging, string>) {
+  // The dedupe sorts of a large file fit in memory instead of spilling to disk.
+  await tx`set local work_mem = '256MB'`;
+  const t = (name: Staging) => tx(s[name]);
+  await tx`
+    insert into users (id, name, email, created_at, search)
+    select distinct on (id) id, name, email, created_at, search from ${t("users")} order by id, line desc
+    on conflict (id) do update set name = excluded.name, email = excluded.email,
+      created_at = excluded.created_at, search = excluded.search`;
+  await tx`
+    insert into courses (id, title)
+    select distinct on (id) id, title from ${t("courses")} order by id, line desc
+    on conflict (id) do update set title = excluded.title`;
+  await tx`
+    insert into lessons (id, course_id, title)
+    select distinct on (id) id, course_id, title from ${t("lessons")} order by id, line desc
+    on conflict (id) do update set course_id = excluded.course_id, title = excluded.title`;
+  await tx`
+    insert into enrollments (user_id, course_id, status, progress_pct, started_at, completed_at)
+    select distinct on (user_id, course_id) user_id, course_id, status, progress_pct, started_at, completed_at
+    from ${t("enrollments")} order by user_id, course_id, line desc
+    on conflict (user_id, course_id) do update set status = excluded.status,
+      progress_pct = excluded.progress_pct, started_at = excluded.started_at,
+      completed_at = excluded.completed_at`;
+  await tx`
+    insert into users (id, learner) select distinct user_id, true from ${t("enrollments")}
+    on conflict (id) do update set learner = true where not users.learner`;
+  await tx`
+    insert into sessions (user_id, session_key, at, ip)
+    select distinct on (user_id, session_key) user_id, session_key, at, ip
+    from ${t("sessions")} order by user_id, session_key, line
+    on conflict do nothing`;
+  await tx`
+    insert into users (id, last_login_at, last_active_at)
+    select user_id, max(login), max(active) from (
+      select user_id, at as login, at as active from ${t("sessions")}
+      union all select user_id, null, at from ${t("seen")}) a
+    group by user_id
+    on conflict (id) do update set
+      last_login_at = greatest(users.last_login_at, excluded.last_login_at),
+      last_active_at = greatest(users.last_active_at, excluded.last_active_at)`;
+  await tx`
+    insert into lesson_progress as p (user_id, lesson_id, course_id, watch_sec, watch_pct, completed, at)
+    select distinct on (user_id, lesson_id) user_id, lesson_id, course_id, watch_sec, watch_pct, completed, at
+    from ${t("progress")}
+    order by user_id, lesson_id, at desc, watch_sec desc, watch_pct desc, completed desc
+    on conflict (user_id, lesson_id) do update set course_id = excluded.course_id,
+      watch_sec = excluded.watch_sec, watch_pct = excluded.watch_pct, completed = excluded.completed,
+      at = excluded.at
+    where (excluded.at, excluded.watch_sec, excluded.watch_pct, excluded.completed)
+        > (p.at, p.watch_sec, p.watch_pct, p.completed)`;
+  await tx`
+    insert into certificates (code, user_id, course_id, course_title, issued_at)
+    select distinct on (code) code, user_id, course_id, course_title, issued_at
+    from ${t("certificates")} order by code, line desc
+    on conflict (code) do update set user_id = excluded.user_id, course_id = excluded.course_id,
+      course_title = excluded.course_title, issued_at = excluded.issued_at`;
+  await tx`
+    insert into library_docs (id, title)
+    select distinct on (id) id, title from ${t("docs")} order by id, line desc
+    on conflict (id) do update set title = excluded.title`;
+  await tx`
+    insert into library_reads as r (user_id, doc_id, read_sec, read, at)
+    select distinct on (user_id, doc_id) user_id, doc_id, read_sec, read, at
+    from ${t("reads")} order by user_id, doc_id, at desc, read_sec desc, read desc
+    on conflict (user_id, doc_id) do update set read_sec = excluded.read_sec, read = excluded.read,
+      at = excluded.at
+    where (excluded.at, excluded.read_sec, excluded.read) > (r.at, r.read_sec, r.read)`;
+}
