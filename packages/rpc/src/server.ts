@@ -9,9 +9,10 @@ import { toConnectError } from "./errors.js";
  * Server side: a DomainError becomes its ConnectError (code and details in
  * metadata); any error that is not a deliberate ConnectError is logged and
  * answered as a bare Internal (never SQL or stack traces); a lost database
- * connection is Unavailable, so callers can retry.
+ * connection is Unavailable, so callers can retry. Exported for handler tests
+ * (createRouterTransport), so they see the errors a real server gives.
  */
-function errorInterceptor(log: Logger): Interceptor {
+export function errorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);

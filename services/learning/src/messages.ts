@@ -90,11 +90,13 @@ export function checkMessage(subject: string, data: unknown): Checked {
     };
   const result = PLATFORM_MESSAGES[subject].safeParse(data);
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => ({
-      path: ["data", ...issue.path.map(String)].join("."),
-      message: issue.message,
-    }));
-    return { ok: false, problems };
+    // One problem per field: a timestamp that is not ISO-8601 need not also be told it is out of range.
+    const byPath = new Map<string, string>();
+    for (const issue of result.error.issues) {
+      const path = ["data", ...issue.path.map(String)].join(".");
+      if (!byPath.has(path)) byPath.set(path, issue.message);
+    }
+    return { ok: false, problems: [...byPath].map(([path, message]) => ({ path, message })) };
   }
   return { ok: true, message: { subject, data: result.data } as PlatformMessage };
 }
