@@ -11,7 +11,7 @@ import { toConnectError } from "./errors.js";
  * answered as a bare Internal (never SQL or stack traces); a lost database
  * connection is Unavailable, so callers can retry.
  */
-function errorInterceptor(log: Logger): Interceptor {
+export function errorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);

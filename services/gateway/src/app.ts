@@ -2,7 +2,7 @@ import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import { fail } from "@funil/errors";
-import { check, type Part, type z } from "@funil/schemas";
+import { check, type Part, refuseNul, type z } from "@funil/schemas";
 import Fastify, { type FastifyReply, type FastifyServerOptions } from "fastify";
 import {
   jsonSchemaTransform,
@@ -21,14 +21,6 @@ import { noteRoutes } from "./routes/v1/notes.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
-
-function hasNul(value: unknown): boolean {
-  if (typeof value === "string") return value.includes("\u0000");
-  if (Array.isArray(value)) return value.some(hasNul);
-  if (value && typeof value === "object")
-    return Object.entries(value).some(([k, v]) => k.includes("\u0000") || hasNul(v));
-  return false;
-}
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -84,12 +76,11 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     if (draining) reply.header("connection", "close");
   });
   app.addHook("onClose", async () => clearInterval(draining));
-  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route.
-  app.addHook("preValidation", async (req, reply) => {
-    if (hasNul(req.body) || hasNul(req.query) || hasNul(req.params))
-      return reply
-        .code(400)
-        .send(errorBody("validation_failed", "strings may not contain the NUL character (\\u0000)"));
+  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route, as the services do.
+  app.addHook("preValidation", async (req) => {
+    refuseNul(req.params, "path");
+    refuseNul(req.query, "query");
+    refuseNul(req.body, "body");
   });
 
   await app.register(errorsPlugin);
