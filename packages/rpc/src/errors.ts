@@ -44,6 +44,58 @@ export const notFound = (what: string) => apiError("not_found", `${what} not fou
 export const invalid = (message: string, details?: ErrorDetail[]) =>
   apiError("validation_failed", message, details);
 
+/**
+ * Codes of a connection to a store or a peer that failed or went away: Node's socket errors,
+ * postgres.js' connection states, and PostgreSQL's shutdown and connection-exception SQLSTATEs.
+ */
+const UNAVAILABLE_CAUSES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "57P01",
+  "57P02",
+  "57P03",
+  "53300",
+]);
+
+/**
+ * Codes the transport gives a call whose peer was unreachable, went away or was too slow. A
+ * handler's deliberate error always carries its stable code in the metadata, so a bare one of
+ * these came from the connection, not from a decision of the service.
+ */
+const TRANSPORT_CODES = new Set([
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.Canceled,
+  Code.Aborted,
+  Code.Unknown,
+  Code.Internal,
+]);
+
+/** True when err says a dependency is down or went away (retry later), not that the request or the code is wrong. */
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof ConnectError) {
+    const raw = err.metadata.get(CODE_HEADER);
+    if (raw) return raw === "unavailable";
+    return TRANSPORT_CODES.has(err.code);
+  }
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && (UNAVAILABLE_CAUSES.has(code) || code.startsWith("08"))) return true;
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== err && isUnavailable(cause);
+}
+
+/** Seconds a client is asked to wait before retrying after a 503 (API.md §1). */
+export const UNAVAILABLE_RETRY_AFTER_S = 1;
+
 /** The stable code, message and details of any error, for the HTTP answer. */
 export function describeError(err: unknown): {
   code: ErrorCode;
@@ -58,9 +110,9 @@ export function describeError(err: unknown): {
       const details = encoded ? (JSON.parse(decodeURIComponent(encoded)) as ErrorDetail[]) : undefined;
       return { code: raw, status: ERROR_CODES[raw].status, message: err.rawMessage, details };
     }
-    if (err.code === Code.Unavailable || err.code === Code.DeadlineExceeded || err.code === Code.Canceled) {
-      return { code: "unavailable", status: 503, message: "a backing service is unavailable; retry" };
-    }
+  }
+  if (isUnavailable(err)) {
+    return { code: "unavailable", status: 503, message: "a backing service is unavailable; retry" };
   }
   return { code: "internal", status: 500, message: "internal error" };
 }

@@ -1,12 +1,14 @@
 import * as http2 from "node:http2";
-import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
+import { apiError, isUnavailable } from "./errors.js";
 
 /**
- * Server side: any error that is not a deliberate ConnectError is logged and
- * answered as a bare Internal (never SQL or stack traces); a lost database
- * connection is Unavailable, so callers can retry.
+ * Server side: any error that is not a deliberate ConnectError is answered
+ * with a stable code and nothing else (never SQL or stack traces): a lost
+ * store connection is `unavailable` (one warn line, no stack: an outage, not
+ * a bug, and callers retry), anything else is `internal`, logged with its stack.
  */
 function errorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
@@ -14,20 +16,21 @@ function errorInterceptor(log: Logger): Interceptor {
       return await next(req);
     } catch (err) {
       if (err instanceof ConnectError) throw err;
-      const code = (err as { code?: string }).code;
-      if (
-        code === "ECONNREFUSED" ||
-        code === "CONNECTION_CLOSED" ||
-        code === "CONNECT_TIMEOUT" ||
-        code === "57P01"
-      ) {
-        log.warn({ err, method: req.method.name }, "dependency unavailable");
-        throw new ConnectError("dependency unavailable", Code.Unavailable);
+      if (isUnavailable(err)) {
+        log.warn({ method: req.method.name, cause: causeOf(err) }, "dependency unavailable");
+        throw apiError("unavailable", "dependency unavailable");
       }
       log.error({ err, method: req.method.name }, "unhandled error");
-      throw new ConnectError("internal error", Code.Internal);
+      throw apiError("internal", "internal error");
     }
   };
+}
+
+/** A short, stack-free description of a failure, for warn lines. */
+export function causeOf(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === "string" || typeof e?.code === "number" ? `${e.code}: ` : "";
+  return `${code}${typeof e?.message === "string" ? e.message : String(err)}`.slice(0, 300);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { describeError } from "@funil/rpc";
+import { causeOf, describeError, UNAVAILABLE_RETRY_AFTER_S } from "@funil/rpc";
 import type { FastifyError, FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
@@ -53,7 +53,13 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
       return reply.code(400).send(errorBody("validation_failed", err.message));
     }
     const described = describeError(err);
-    if (described.status >= 500) req.log.error({ err }, "request failed");
+    if (described.code === "unavailable") {
+      // An outage, not a bug: one line per request, no stack, and the client is told when to retry.
+      req.log.warn({ cause: causeOf(err) }, "upstream unavailable");
+      reply.header("retry-after", String(UNAVAILABLE_RETRY_AFTER_S));
+    } else if (described.status >= 500) {
+      req.log.error({ err }, "request failed");
+    }
     return reply.code(described.status).send(errorBody(described.code, described.message, described.details));
   });
   app.setNotFoundHandler((req, reply) => {
