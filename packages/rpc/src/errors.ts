@@ -116,3 +116,10 @@ export function describeError(err: unknown): {
   }
   return { code: "internal", status: 500, message: "internal error" };
 }
+
+/** A short, stack-free description of a failure, for warn lines. */
+export function causeOf(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === "string" || typeof e?.code === "number" ? `${e.code}: ` : "";
+  return `${code}${typeof e?.message === "string" ? e.message : String(err)}`.slice(0, 300);
+}

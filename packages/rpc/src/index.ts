@@ -2,6 +2,7 @@ export { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@co
 export * from "./client.js";
 export * from "./cursor.js";
 export * from "./errors.js";
+export * from "./health.js";
 export * from "./json.js";
 export * from "./server.js";
 export * from "./time.js";

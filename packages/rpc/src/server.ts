@@ -2,7 +2,8 @@ import * as http2 from "node:http2";
 import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
-import { apiError, isUnavailable } from "./errors.js";
+import { apiError, causeOf, isUnavailable } from "./errors.js";
+import { HealthService, type HealthSources, healthService } from "./health.js";
 
 /**
  * Server side: any error that is not a deliberate ConnectError is answered
@@ -26,15 +27,8 @@ function errorInterceptor(log: Logger): Interceptor {
   };
 }
 
-/** A short, stack-free description of a failure, for warn lines. */
-export function causeOf(err: unknown): string {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  const code = typeof e?.code === "string" || typeof e?.code === "number" ? `${e.code}: ` : "";
-  return `${code}${typeof e?.message === "string" ? e.message : String(err)}`.slice(0, 300);
-}
-
 /**
- * Serves Connect, gRPC and gRPC-web on cleartext HTTP/2 and returns a close()
+ * Serves Connect, gRPC and gRPC-web (and the HealthService when given its sources) on cleartext HTTP/2 and returns a close()
  * that stops accepting, lets in-flight calls finish, then closes sessions.
  */
 export async function startRpcServer(opts: {
@@ -42,9 +36,16 @@ export async function startRpcServer(opts: {
   host?: string;
   routes: (router: ConnectRouter) => void;
   log: Logger;
+  /** What the service's HealthService reports (every service serves one). */
+  health?: HealthSources;
 }): Promise<{ port: number; close(): Promise<void> }> {
+  const health = opts.health;
+  const routes = (router: ConnectRouter) => {
+    opts.routes(router);
+    if (health) router.service(HealthService, healthService(health));
+  };
   const server = http2.createServer(
-    connectNodeAdapter({ routes: opts.routes, interceptors: [errorInterceptor(opts.log)] }),
+    connectNodeAdapter({ routes, interceptors: [errorInterceptor(opts.log)] }),
   );
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
-import { connectBus, ensureStreams, publisher } from "@funil/bus";
+import { connectBus, ensureStreams, publisher, watchBus } from "@funil/bus";
 import { type Clock, createLogger, naming, systemClock } from "@funil/config";
 import { ContactSchema, PipelineSchema } from "@funil/contracts";
 import {
@@ -11,7 +11,7 @@ import {
   type TransactionSql,
   writeEvent,
 } from "@funil/db";
-import { startRpcServer, toApiJson } from "@funil/rpc";
+import { causeOf, startRpcServer, toApiJson } from "@funil/rpc";
 import type { CrmConfig } from "./config.js";
 import { contactToProto } from "./rpc/contacts.js";
 import { dealJson, pipelineToProto } from "./rpc/deals.js";
@@ -80,12 +80,15 @@ export async function startCrm(config: CrmConfig, clock: Clock = systemClock) {
   const relay = startOutboxRelay({
     sql,
     publish: publisher(nc),
-    onError: (err) => log.warn({ err }, "outbox relay: publish failed, will retry"),
+    onError: (err) => log.warn({ cause: causeOf(err) }, "outbox relay: publish failing, retrying"),
+    onRecover: (r) => log.info(r, "outbox relay: publishing again"),
   });
+  const bus = watchBus(nc, { log, onReconnect: relay.wake });
   const server = await startRpcServer({
     port: config.CRM_PORT,
     host: config.HOST,
     log,
+    health: { service: "crm", sql, bus, relay },
     routes: routes({
       contacts,
       customFields: customFieldStore(sql),

@@ -4,6 +4,7 @@ import type {
   ContactService,
   CustomFieldService,
   FunnelService,
+  HealthService,
   MemberService,
   NoteService,
   OpportunityService,
@@ -33,5 +34,6 @@ export interface GatewayContext {
     funnel: Client<typeof FunnelService>;
     tasks: Client<typeof TaskService>;
     notes: Client<typeof NoteService>;
+    health: Client<typeof HealthService>;
   };
 }

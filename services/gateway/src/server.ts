@@ -4,6 +4,7 @@ import {
   ContactService,
   CustomFieldService,
   FunnelService,
+  HealthService,
   MemberService,
   NoteService,
   OpportunityService,
@@ -12,11 +13,11 @@ import {
 } from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
 import { rpcClient, startRpcServer } from "@funil/rpc";
-import { Redis } from "ioredis";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
 import type { GatewayConfig } from "./config.js";
 import { keyResolver } from "./key-cache.js";
+import { openRedis } from "./redis.js";
 import { keyStore } from "./store/keys.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -27,7 +28,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"));
   await migrate(sql, migrations);
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  const redis = openRedis(config.REDIS_URL, log);
   const store = keyStore(sql);
   const keys = keyResolver({
     store,
@@ -35,7 +36,8 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
     redis,
     channel: `funil:${config.FUNIL_ENV ?? "default"}:keys`,
   });
-  await keys.ready;
+  // Redis away at start must not keep the gateway down: the key cache then runs on its offline lifetime.
+  await Promise.race([keys.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
   const timeout = config.UPSTREAM_TIMEOUT_MS;
   const ctx = {
     config,
@@ -53,6 +55,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
       funnel: rpcClient(FunnelService, config.CRM_URL, timeout),
       tasks: rpcClient(TaskService, config.CRM_URL, timeout),
       notes: rpcClient(NoteService, config.CRM_URL, timeout),
+      health: rpcClient(HealthService, config.CRM_URL, timeout),
     },
   };
   const app = await buildApp(ctx);
@@ -74,6 +77,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
       await app.close();
       await auth.close();
       await keys.close();
+      redis.removeAllListeners("close");
       redis.disconnect();
       await sql.end({ timeout: 5 });
     },
