@@ -29,10 +29,12 @@ export type StreamName = keyof typeof STREAMS;
 
 /**
  * Sized for recovery rather than the client's defaults: a restarted server is
- * found again within a quarter of a second of answering, and a request that
- * was in flight when it went away gives up after a second instead of five.
+ * found again within a quarter of a second of answering, and a publish that
+ * was in flight when it went away gives up after half a second instead of
+ * five (a JetStream ack takes milliseconds; a publish that timed out but was
+ * stored is dropped as a duplicate when the relay sends it again).
  */
-export const BUS_TIMING = { reconnectWaitMs: 250, reconnectJitterMs: 100, requestTimeoutMs: 1000 } as const;
+export const BUS_TIMING = { reconnectWaitMs: 250, reconnectJitterMs: 100, requestTimeoutMs: 500 } as const;
 
 export async function connectBus(url: string, name: string): Promise<NatsConnection> {
   return connect({

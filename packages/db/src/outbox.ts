@@ -74,6 +74,8 @@ export function startOutboxRelay({
   let wake: (() => void) | undefined;
   // A notification that lands while a drain runs must not be lost: it makes the loop go round again.
   let notified = false;
+  // wake() during a drain: whatever that drain's outcome, the next one starts at once.
+  let woken = false;
   const stats = { publishFailures: 0, streak: 0, failingSince: 0 };
   const listening = sql
     .listen("outbox", () => {
@@ -124,6 +126,7 @@ export function startOutboxRelay({
   async function loop() {
     while (!stopped) {
       notified = false;
+      woken = false;
       let failed = false;
       try {
         while (!stopped && (await drain()) === batch) {}
@@ -132,7 +135,7 @@ export function startOutboxRelay({
       }
       if (stopped) break;
       // After a failure wait (with backoff) even if writes keep notifying: no hot loop on a bus outage.
-      if (notified && !failed) continue;
+      if ((notified && !failed) || woken) continue;
       const delay = failed ? Math.min(maxRetryMs, retryMs * 2 ** (stats.streak - 1)) : intervalMs;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delay);
@@ -154,7 +157,10 @@ export function startOutboxRelay({
       while ((await drain()) > 0) {}
     },
     /** Tries again now, without waiting out a retry delay (the bus is back). */
-    wake: () => wake?.(),
+    wake: () => {
+      woken = true;
+      wake?.();
+    },
     /** Failed publish attempts since start, and whether the relay is failing now. */
     stats: () => ({ publishFailures: stats.publishFailures, failing: stats.streak > 0 }),
     stop: async () => {
