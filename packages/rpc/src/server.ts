@@ -1,28 +1,32 @@
 import * as http2 from "node:http2";
 import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { DomainError } from "@funil/errors";
 import type { Logger } from "pino";
-import { apiError, causeOf, isUnavailable } from "./errors.js";
+import { causeOf, isUnavailable, toConnectError } from "./errors.js";
 import { HealthService, type HealthSources, healthService } from "./health.js";
 
 /**
- * Server side: any error that is not a deliberate ConnectError is answered
- * with a stable code and nothing else (never SQL or stack traces): a lost
- * store connection is `unavailable` (one warn line, no stack: an outage, not
- * a bug, and callers retry), anything else is `internal`, logged with its stack.
+ * Server side: a DomainError becomes its ConnectError (code and details in
+ * metadata); any other error that is not a deliberate ConnectError is
+ * answered with a stable code and nothing else (never SQL or stack traces): a
+ * lost store connection is `unavailable` (one warn line, no stack: an outage,
+ * not a bug, and callers retry), anything else is `internal`, logged with its
+ * stack.
  */
 function errorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);
     } catch (err) {
+      if (err instanceof DomainError) throw toConnectError(err);
       if (err instanceof ConnectError) throw err;
       if (isUnavailable(err)) {
         log.warn({ method: req.method.name, cause: causeOf(err) }, "dependency unavailable");
-        throw apiError("unavailable", "dependency unavailable");
+        throw toConnectError(new DomainError("unavailable", "dependency unavailable"));
       }
       log.error({ err, method: req.method.name }, "unhandled error");
-      throw apiError("internal", "internal error");
+      throw toConnectError(new DomainError("internal", "internal error"));
     }
   };
 }

@@ -1,10 +1,10 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
+import { check, type Part, type z } from "@funil/schemas";
 import Fastify, { type FastifyReply, type FastifyServerOptions } from "fastify";
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
-  validatorCompiler,
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
@@ -32,6 +32,13 @@ function hasNul(value: unknown): boolean {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+const PARTS: Record<string, Part> = {
+  body: "body",
+  querystring: "query",
+  params: "path",
+  headers: "headers",
+};
+
 /** The gateway as a Fastify app: server.ts starts and stops it, tests build it directly. */
 export async function buildApp(ctx: GatewayContext, options: FastifyServerOptions = {}) {
   const app = Fastify({
@@ -51,7 +58,15 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     },
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler);
+  // The request rules are the shared schemas of @funil/schemas, applied by the same check() the services
+  // use, so HTTP and gRPC answer the same validation_failed details.
+  app.setValidatorCompiler(({ schema, httpPart }) => (data) => {
+    try {
+      return { value: check(schema as z.ZodType, data, PARTS[httpPart ?? ""] ?? "body") };
+    } catch (error) {
+      return { error: error as Error };
+    }
+  });
   // Response schemas document the API (OpenAPI); answers are built by toApiJson, which already gives
   // them their exact shape, so they are not parsed again on the way out: that parse cost more than the
   // whole database round trip of a list page.
@@ -78,7 +93,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   });
 
   await app.register(errorsPlugin);
-  const health = healthChecks({ sql: ctx.sql, redis: ctx.redis, services: { crm: ctx.crm.health } });
+  const health = healthChecks(ctx);
   await app.register(metricsPlugin, { register: health.registerMetrics });
   await app.register(swagger, {
     openapi: {

@@ -1,10 +1,10 @@
-import type { Client } from "@connectrpc/connect";
-import type { CheckResponse, HealthService } from "@funil/contracts";
+import { type CheckResponse, HealthService, SERVICES, type ServiceName } from "@funil/contracts";
 import type { Sql } from "@funil/db";
-import { causeOf } from "@funil/rpc";
+import { causeOf, rpcClient } from "@funil/rpc";
 import type { FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
 import { Gauge, type Registry } from "prom-client";
+import { type GatewayConfig, serviceUrl } from "./config.js";
 
 /** A dependency as /readyz shows it; `required` ones make it 503 when down. */
 interface Check {
@@ -23,11 +23,14 @@ const HEALTH_TIMEOUT_MS = 1000;
  * (rate limit and key cache go local) or NATS (events wait in the outboxes)
  * is away — requests still succeed.
  */
-export function healthChecks(deps: {
-  sql: Sql;
-  redis: Redis;
-  services: Record<string, Client<typeof HealthService>>;
-}) {
+export function healthChecks(deps: { sql: Sql; redis: Redis; config: GatewayConfig }) {
+  // Every service of the one list serves a HealthService beside its own (packages/rpc startService).
+  const services = Object.fromEntries(
+    (Object.keys(SERVICES) as ServiceName[]).map((name) => [
+      name,
+      rpcClient(HealthService, serviceUrl(deps.config, name), HEALTH_TIMEOUT_MS),
+    ]),
+  );
   const within = <T>(work: Promise<T>) =>
     Promise.race([
       work,
@@ -40,7 +43,7 @@ export function healthChecks(deps: {
     ]);
   const ask = () =>
     Promise.all(
-      Object.entries(deps.services).map(async ([name, client]) => {
+      Object.entries(services).map(async ([name, client]) => {
         const res = await client
           .check({}, { timeoutMs: HEALTH_TIMEOUT_MS })
           .catch((err: unknown) => err as Error);

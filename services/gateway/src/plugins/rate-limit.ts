@@ -1,4 +1,4 @@
-import { apiError } from "@funil/rpc";
+import { fail } from "@funil/errors";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import type { Redis } from "ioredis";
@@ -22,7 +22,7 @@ export const rateLimitPlugin = fp(
       reply.header("x-ratelimit-reset", resetS);
       if (!d.allowed) {
         reply.header("retry-after", resetS);
-        throw apiError("rate_limited", "too many requests for this key; see retry-after");
+        throw fail("rate_limited", "too many requests for this key; see retry-after");
       }
     });
   },
