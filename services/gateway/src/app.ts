@@ -1,7 +1,5 @@
-import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import { fail } from "@funil/errors";
 import { check, type Part, refuseNul, type z } from "@funil/schemas";
 import Fastify, { type FastifyReply, type FastifyServerOptions } from "fastify";
 import {
@@ -10,9 +8,11 @@ import {
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
+import { healthChecks, readyzRoute } from "./health.js";
 import { authPlugin } from "./plugins/auth.js";
 import { errorBody, errorsPlugin } from "./plugins/errors.js";
 import { metricsPlugin } from "./plugins/metrics.js";
+import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { dealRoutes } from "./routes/v1/deals.js";
@@ -84,7 +84,8 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   });
 
   await app.register(errorsPlugin);
-  await app.register(metricsPlugin);
+  const health = healthChecks(ctx);
+  await app.register(metricsPlugin, { register: health.registerMetrics });
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
@@ -105,32 +106,17 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
-    const checks = await Promise.allSettled([
-      ctx.sql`select 1`,
-      ctx.redis.ping(),
-      ctx.crm.customFields.listCustomFields({ workspaceId: "readyz" }, { timeoutMs: 2000 }),
-    ]);
-    const names = ["database", "redis", "crm"];
-    const failed = names.filter((_, i) => checks[i]?.status === "rejected");
-    if (failed.length > 0)
-      return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
-    return { status: "ready" };
-  });
+  readyzRoute(app, health);
   app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
     async (v1) => {
       await v1.register(authPlugin, { keys: ctx.keys });
-      await v1.register(rateLimit, {
-        hook: "preHandler",
-        max: ctx.config.RATE_LIMIT_MAX,
-        timeWindow: ctx.config.RATE_LIMIT_WINDOW_MS,
+      await v1.register(rateLimitPlugin, {
         redis: ctx.redis,
-        nameSpace: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
-        skipOnError: true,
-        keyGenerator: (req) => req.caller?.keyId ?? req.ip,
-        errorResponseBuilder: () => fail("rate_limited", "too many requests for this key; see retry-after"),
+        prefix: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
+        max: ctx.config.RATE_LIMIT_MAX,
+        windowMs: ctx.config.RATE_LIMIT_WINDOW_MS,
       });
       await v1.register(contactRoutes(ctx));
       await v1.register(dealRoutes(ctx));
