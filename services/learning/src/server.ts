@@ -27,6 +27,7 @@ export function start(config: LearningConfig, clock: Clock) {
       return {
         routes: routes({ learners: learnerStore(infra.sql), clock }),
         stop: consumer.stop,
+        consumers: [consumer],
       };
     },
   });
