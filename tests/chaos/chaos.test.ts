@@ -1,5 +1,5 @@
 import { naming } from "@funil/config";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack } from "../../scripts/stack.mjs";
 import { request } from "../helpers.js";
 import { type PrivateServer, privateServer } from "./servers.js";
-import { type Answer, type Api, type EventEnvelope, WORKLOADS } from "./workloads.js";
+import { type Answer, type Api, type EventEnvelope, type Publish, WORKLOADS } from "./workloads.js";
 
 /**
  * Issue 13 §7: processes are killed (SIGKILL) and dependencies restarted while clients write; nothing
@@ -70,10 +70,16 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       const base = stack.gatewayUrl;
       const adminCall = (method: string, path: string, body?: unknown) =>
         request(method, `${base}/admin/v1${path}`, body, { authorization: `Bearer ${stack.adminToken}` });
-      const ws = await adminCall("POST", "/workspaces", { name: "Chaos" });
+      const ws = await adminCall("POST", "/workspaces", { name: "Chaos", operator: true });
       const key = await adminCall("POST", `/workspaces/${ws.body.id}/keys`, {
         name: "chaos",
-        scopes: ["contacts.read", "contacts.write", "opportunities.read", "opportunities.write"],
+        scopes: [
+          "contacts.read",
+          "contacts.write",
+          "opportunities.read",
+          "opportunities.write",
+          "platform.read",
+        ],
       });
       const api: Api = {
         call: (method, path, body, headers = {}) =>
@@ -102,12 +108,29 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
         }
       };
 
+      // The platform's side of the bus: a client that reconnects, publishing until JetStream acks.
+      const platform = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+      const js = jetstream(platform);
+      const publish: Publish = async (subject, data, msgID) => {
+        const deadline = Date.now() + 30_000;
+        for (;;) {
+          try {
+            await js.publish(names.subject(subject), JSON.stringify(data), { msgID, timeout: 1000 });
+            return true;
+          } catch {
+            if (Date.now() > deadline) return false;
+            await sleep(100);
+          }
+        }
+      };
+
       let writing = true;
       let n = 0;
       const writers = Array.from({ length: WRITERS }, async () => {
         while (writing) {
           const i = n++;
-          await workloads[i % workloads.length]!.write(send, i);
+          // Each workload numbers its own writes 0, 1, 2…
+          await workloads[i % workloads.length]!.write(send, Math.floor(i / workloads.length), publish);
         }
       });
 
@@ -148,6 +171,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
         () => restart("NATS", nats),
         () => killGateway(),
         () => restart("Redis", redis),
+        () => killService("learning"),
       ];
       const started = Date.now();
       for (let i = 0; Date.now() - started < SECONDS * 1000; i++) {
@@ -157,6 +181,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       await sleep(1000);
       writing = false;
       await Promise.all(writers);
+      await platform.close();
 
       // Everything published: the outbox is empty.
       await until(async () => {
