@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { baseEnv, loadConfig, naming, runMain } from "@funil/config";
 import { migrate, openDatabase } from "@funil/db";
@@ -40,6 +41,11 @@ runMain(async () => {
   const files = args.filter((a, i) => !a.startsWith("--") && (rejectsAt < 0 || i !== rejectsAt + 1));
   if (files.length !== 1 || (rejectsAt >= 0 && !rejectsFile)) {
     process.stderr.write(`${USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (!existsSync(files[0]!)) {
+    process.stderr.write(`cannot read ${files[0]}: no such file\n`);
     process.exitCode = 2;
     return;
   }

@@ -119,6 +119,34 @@ describe("npm run import:platform", () => {
     ]);
   });
 
+  it("API §10: a live write that deadlocks with the merge does not fail the import", async () => {
+    const path = await file("contended.ndjson", [user("u5"), enroll("u5")]);
+    const live = await sql.reserve();
+    try {
+      // The consumer's enrollment transaction: enrollments first, users second (store/platform.ts).
+      await live`begin`;
+      await live`insert into enrollments values ('u6', 'c1', 'active', 0, null, null)`;
+      const importing = importFile(sql, path);
+      // Once the merge holds users and waits for enrollments, the live transaction asks for users.
+      for (;;) {
+        const [waiting] = await sql`
+          select 1 from pg_locks where not granted and relation = 'enrollments'::regclass`;
+        if (waiting) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const liveInsert = live`insert into users (id, learner) values ('u6', true)`.then(
+        () => live`commit`,
+        async () => live`rollback`,
+      );
+      const result = await importing;
+      await liveInsert;
+      expect(result.imported).toBe(2);
+      expect(await learnerStore(sql).get("u5", 30, NOW)).toMatchObject({ id: "u5" });
+    } finally {
+      live.release();
+    }
+  });
+
   it("API §10: a bad line in the middle stops the import naming its line and field; nothing is imported", async () => {
     await importFile(sql, await file("before.ndjson", [user("u0"), enroll("u0")]));
     const before = await counts();

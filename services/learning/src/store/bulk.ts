@@ -6,6 +6,7 @@ import type { Sql, TransactionSql } from "@funil/db";
 import { copyLine, STAGING, type Staging, type Value } from "../bulk.js";
 
 const CHUNK = 256 * 1024;
+const DEADLOCK = "40P01";
 
 /**
  * Staging tables for one import run: unlogged scratch tables, each filled by
@@ -65,8 +66,20 @@ export async function openStaging(sql: Sql) {
       );
     },
 
-    /** Applies everything staged in one transaction, with the live stream's rules (store/platform.ts). */
-    merge: () => sql.begin((tx) => mergeStaged(tx, names)),
+    /**
+     * Applies everything staged in one transaction, with the live stream's rules (store/platform.ts).
+     * The live consumer may hold a row the merge needs while waiting for one the merge holds: PostgreSQL
+     * then cancels one of the two; when it is the merge, it runs again (the staging tables are intact).
+     */
+    async merge() {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await sql.begin((tx) => mergeStaged(tx, names));
+        } catch (err) {
+          if ((err as { code?: string }).code !== DEADLOCK || attempt >= 5) throw err;
+        }
+      }
+    },
 
     async drop() {
       for (const t of Object.keys(STAGING) as Staging[]) await sql.unsafe(`drop table if exists ${names[t]}`);
@@ -85,6 +98,11 @@ export async function openStaging(sql: Sql) {
 async function mergeStaged(tx: TransactionSql, s: Record<Staging, string>) {
   // The dedupe sorts of a large file fit in memory instead of spilling to disk.
   await tx`set local work_mem = '256MB'`;
+  // The live consumer's writes wait for the merge (a few seconds per million lines) instead of
+  // interleaving with it row by row; reads go on.
+  await tx`
+    lock table users, courses, lessons, enrollments, sessions, lesson_progress, certificates, library_docs,
+      library_reads in share row exclusive mode`;
   const t = (name: Staging) => tx(s[name]);
   await tx`
     insert into users (id, name, email, created_at, search)
