@@ -3,8 +3,11 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { loadConfig, naming } from "@funil/config";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -305,5 +308,39 @@ describe("npm run import:platform (API.md §10)", () => {
     expect(res.body.data).toMatchObject([
       { id: u, lastLoginAt: null, lastActiveAt: "2026-11-02T00:00:00.000Z" },
     ]);
+  });
+});
+
+describe("learning speaks gRPC (DESIGN: a standard gRPC client calls every service)", () => {
+  it("a plain @grpc/grpc-js client lists learners and gets NOT_FOUND and INVALID_ARGUMENT like HTTP's 404 and 400", async () => {
+    const def = protoLoader.loadSync("funil/learning/v1/learners.proto", {
+      includeDirs: [fileURLToPath(new URL("../../proto", import.meta.url))],
+      defaults: true,
+    });
+    type Ctor = new (addr: string, creds: grpc.ChannelCredentials) => grpc.Client;
+    const pkg = grpc.loadPackageDefinition(def) as unknown as {
+      funil: { learning: { v1: { LearnerService: Ctor } } };
+    };
+    const client = new pkg.funil.learning.v1.LearnerService(
+      new URL(inject("learningUrl")).host,
+      grpc.credentials.createInsecure(),
+    );
+    const call = (method: string, req: unknown) =>
+      new Promise<{ data?: unknown[] }>((resolve, reject) =>
+        (client as unknown as Record<string, (r: unknown, cb: (e: unknown, r: never) => void) => void>)[
+          method
+        ]!(req, (err, res) => (err ? reject(err) : resolve(res))),
+      );
+    try {
+      expect(Array.isArray((await call("ListLearners", { limit: 1 })).data)).toBe(true);
+      await expect(call("GetLearner", { id: "nobody-over-grpc" })).rejects.toMatchObject({
+        code: grpc.status.NOT_FOUND,
+      });
+      await expect(call("GetLearner", { id: "x", days: 0 })).rejects.toMatchObject({
+        code: grpc.status.INVALID_ARGUMENT,
+      });
+    } finally {
+      client.close();
+    }
   });
 });
