@@ -9,7 +9,15 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { once } from "node:events";
-import { appendFileSync, createWriteStream, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  appendFileSync,
+  createWriteStream,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -24,7 +32,7 @@ const PROGRESS = Number(process.env.BENCH_PROGRESS ?? (FULL ? 10_000_000 : 500_0
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const LESSONS_PER_COURSE = 10;
-const ENV = "bench_learning";
+const ENV = "benchlearn";
 const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const NOW = Date.now();
 const DAY = 86_400_000;
@@ -353,7 +361,9 @@ try {
     "",
   ].join("\n");
   console.log(table);
-  appendFileSync(new URL("./RESULTS-learning.md", import.meta.url), `${table}\n`);
+  const results = new URL("./RESULTS-learning.md", import.meta.url);
+  if (!existsSync(results)) writeFileSync(results, "# Learning bench results (npm run bench:learning)\n\n");
+  appendFileSync(results, `${table}\n`);
 } finally {
   bare?.kill("SIGTERM");
   await stack.stop();
