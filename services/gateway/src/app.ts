@@ -1,18 +1,15 @@
+import compress from "@fastify/compress";
+import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
-import swagger from "@fastify/swagger";
-import swaggerUi from "@fastify/swagger-ui";
 import { apiError } from "@funil/rpc";
-import Fastify, { type FastifyReply, type FastifyServerOptions } from "fastify";
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from "fastify-type-provider-zod";
+import Fastify, { type FastifyServerOptions } from "fastify";
+import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
 import { authPlugin } from "./plugins/auth.js";
-import { errorBody, errorsPlugin } from "./plugins/errors.js";
+import { clientErrorHandler, errorBody, errorsPlugin, frameworkError } from "./plugins/errors.js";
+import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { metricsPlugin } from "./plugins/metrics.js";
+import { openapiPlugin } from "./plugins/openapi.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { dealRoutes } from "./routes/v1/deals.js";
@@ -21,14 +18,6 @@ import { noteRoutes } from "./routes/v1/notes.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
-
-function hasNul(value: unknown): boolean {
-  if (typeof value === "string") return value.includes("\u0000");
-  if (Array.isArray(value)) return value.some(hasNul);
-  if (value && typeof value === "object")
-    return Object.entries(value).some(([k, v]) => k.includes("\u0000") || hasNul(v));
-  return false;
-}
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -45,10 +34,8 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     forceCloseConnections: "idle",
     // Long ids reach the route's own validation (a clear 400) instead of the router's bare 414.
     routerOptions: { maxParamLength: 2000 },
-    // The router's own failures (a malformed percent-encoding…) answer with the error body too.
-    frameworkErrors: (err, _req, reply: FastifyReply) => {
-      reply.code(400).send(errorBody("validation_failed", err.message));
-    },
+    frameworkErrors: frameworkError,
+    clientErrorHandler,
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
@@ -69,34 +56,29 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     if (draining) reply.header("connection", "close");
   });
   app.addHook("onClose", async () => clearInterval(draining));
-  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route.
-  app.addHook("preValidation", async (req, reply) => {
-    if (hasNul(req.body) || hasNul(req.query) || hasNul(req.params))
-      return reply
-        .code(400)
-        .send(errorBody("validation_failed", "strings may not contain the NUL character (\\u0000)"));
-  });
 
   await app.register(errorsPlugin);
+  await app.register(jsonBodyPlugin);
   await app.register(metricsPlugin);
-  await app.register(swagger, {
-    openapi: {
-      openapi: "3.1.0",
-      info: {
-        title: "Funil API",
-        version: "1.0.0",
-        description: "Sales CRM API. See the README for keys and scopes.",
-      },
-      servers: [{ url: "/" }],
-      components: {
-        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "fnl_… API key" } },
-      },
-      security: [{ bearer: [] }],
-    },
-    transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
-  });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  // Browsers may call the API only from the origins the operator lists (none by default).
+  if (ctx.config.CORS_ORIGINS.length > 0)
+    await app.register(cors, {
+      origin: ctx.config.CORS_ORIGINS.includes("*") ? "*" : ctx.config.CORS_ORIGINS,
+      methods: ["GET", "HEAD", "POST", "PATCH", "DELETE"],
+      allowedHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id"],
+      exposedHeaders: [
+        "x-request-id",
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+        "retry-after",
+        "idempotent-replayed",
+      ],
+      maxAge: 600,
+    });
+  // Only when the client asks (accept-encoding) and the answer is worth it: small JSON gains nothing.
+  await app.register(compress, { threshold: 1024, encodings: ["br", "gzip", "deflate"] });
+  await app.register(openapiPlugin);
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
   app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
@@ -111,13 +93,13 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
     return { status: "ready" };
   });
-  app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
     async (v1) => {
       await v1.register(authPlugin, { keys: ctx.keys });
       await v1.register(rateLimit, {
-        hook: "preHandler",
+        // Right after authentication: requests later refused by scope or validation count too.
+        hook: "onRequest",
         max: ctx.config.RATE_LIMIT_MAX,
         timeWindow: ctx.config.RATE_LIMIT_WINDOW_MS,
         redis: ctx.redis,

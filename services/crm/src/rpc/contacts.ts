@@ -133,6 +133,7 @@ export function contactService(deps: {
       const bound = { ...filters, createdAfter: req.createdAfter, updatedAfter: req.updatedAfter };
       const { rows, nextCursor } = await keysetPage<ContactRecord>({
         list: LIST,
+        workspaceId: req.workspaceId,
         filters: bound,
         cursor: req.cursor,
         limit: req.limit,

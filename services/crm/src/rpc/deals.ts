@@ -278,6 +278,7 @@ export function opportunityService(deps: {
       p.throwIfAny();
       const { rows, nextCursor } = await keysetPage<DealRecord>({
         list: LIST,
+        workspaceId: req.workspaceId,
         filters: raw,
         cursor: req.cursor,
         limit: req.limit,

@@ -91,6 +91,7 @@ export function taskService(deps: { tasks: TaskStore; clock: Clock }): ServiceIm
       const filters = { assigneeUserId: req.assigneeUserId, open: req.open };
       const { rows, nextCursor } = await keysetPage<TaskRecord>({
         list: LIST,
+        workspaceId: req.workspaceId,
         filters,
         cursor: req.cursor,
         limit: req.limit,

@@ -6,13 +6,21 @@ export const timestamp = z.iso
   .datetime({ offset: true, message: "must be an ISO-8601 timestamp with offset" })
   .refine((v) => parseTimestamp(v) !== undefined, "must be a timestamp between the years 1 and 9999");
 
+/**
+ * `limit` 1..500 (API.md §4), written as plain decimal digits: `1e1`, ` 10` or `0x10` are a 400, not
+ * whatever Number() makes of them. Documented as the integer it is.
+ */
 export const limit = (defaultValue: number) =>
-  z.coerce
-    .number({ message: "limit must be an integer" })
-    .int("limit must be an integer")
-    .min(1, "limit must be between 1 and 500")
-    .max(500, "limit must be between 1 and 500")
-    .default(defaultValue);
+  z
+    .string()
+    .transform((v, ctx) => {
+      if (/^[0-9]{1,4}$/.test(v)) return Number(v);
+      ctx.addIssue({ code: "custom", message: "limit must be an integer between 1 and 500" });
+      return z.NEVER;
+    })
+    .pipe(z.number().min(1, "limit must be between 1 and 500").max(500, "limit must be between 1 and 500"))
+    .default(defaultValue)
+    .meta({ type: "integer", minimum: 1, maximum: 500, default: defaultValue });
 
 // Long or malformed cursors are judged by the service, which answers invalid_cursor.
 export const cursor = z.string().min(1).max(10_000);

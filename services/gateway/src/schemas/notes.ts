@@ -17,7 +17,9 @@ export const createNoteBody = z
   .strictObject({
     contactId: ref,
     opportunityId: ref.nullable().optional(),
-    body: text(10_000).refine((t) => t.trim() !== "", "body must not be empty"),
+    body: text(10_000)
+      .min(1, "body must not be empty")
+      .refine((t) => t.trim() !== "", "body must not be empty"),
     userId: ref,
   })
   .meta({ id: "NoteCreate" });

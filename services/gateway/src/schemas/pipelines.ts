@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { page } from "./common.js";
 
 export const pipeline = z
   .object({
@@ -8,7 +9,7 @@ export const pipeline = z
   })
   .meta({ id: "Pipeline" });
 
-export const pipelineList = z.object({ data: z.array(pipeline), nextCursor: z.null() });
+export const pipelineList = page(pipeline);
 
 export const createPipelineBody = z.strictObject({
   name: z.string().trim().min(1, "name must not be empty").max(200),

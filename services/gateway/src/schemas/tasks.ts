@@ -28,7 +28,9 @@ export const listTasksQuery = z.strictObject({
   limit: limit(50),
 });
 
-const title = text(500).refine((t) => t.trim() !== "", "title must not be empty");
+const title = text(500)
+  .min(1, "title must not be empty")
+  .refine((t) => t.trim() !== "", "title must not be empty");
 
 export const createTaskBody = z
   .strictObject({

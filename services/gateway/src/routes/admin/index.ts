@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
 import { errorBody } from "../../plugins/errors.js";
-import { errorResponses } from "../../schemas/common.js";
+import { errorResponses, page } from "../../schemas/common.js";
 import { createPipelineBody, pipeline } from "../../schemas/pipelines.js";
 import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
 import { customField, customFieldJson, member, memberJson } from "../v1/workspace.js";
@@ -67,6 +67,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Create a workspace (operator: may read learner usage)",
           body: z.strictObject({ name: z.string().min(1).max(200), operator: z.boolean().default(false) }),
           response: { 201: workspace, ...errors },
         },
@@ -82,7 +83,8 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
-          response: { 200: z.object({ data: z.array(workspace), nextCursor: z.null() }) },
+          summary: "List the workspaces",
+          response: { 200: page(workspace) },
         },
       },
       async () => ({ data: (await ctx.keyStore.listWorkspaces()).map(workspaceJson), nextCursor: null }),
@@ -93,6 +95,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Rename a workspace or set its operator flag",
           params: wsParam,
           body: z.strictObject({
             name: z.string().min(1).max(200).optional(),
@@ -115,6 +118,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Create an API key; its secret is shown only in this answer",
           params: wsParam,
           body: z.strictObject({ name: z.string().min(1).max(200), scopes }),
           response: { 201: z.object({ key: apiKey, secret: z.string() }), ...errors },
@@ -137,6 +141,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Replace a key's scopes (applies at once)",
           params: z.strictObject({ id: z.string().min(1).max(100) }),
           body: z.strictObject({ scopes }),
           response: { 200: apiKey, ...errors },
@@ -152,12 +157,19 @@ export const adminRoutes =
 
     app.delete(
       "/keys/:id",
-      { schema: { tags: ["admin"], params: z.strictObject({ id: z.string().min(1).max(100) }) } },
+      {
+        schema: {
+          tags: ["admin"],
+          summary: "Revoke a key (it gets 401 at once)",
+          params: z.strictObject({ id: z.string().min(1).max(100) }),
+          response: { 204: z.null().describe("revoked"), ...errors },
+        },
+      },
       async (req, reply) => {
         const revoked = await ctx.keyStore.revoke(req.params.id, ctx.clock.now());
         if (!revoked) throw notFound("key");
         await ctx.keys.invalidate(req.params.id);
-        return reply.code(204).send();
+        return reply.code(204).send(null);
       },
     );
 
@@ -166,6 +178,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Add a member to a workspace",
           params: wsParam,
           body: z.strictObject({
             name: z.string().min(1).max(200),
@@ -188,6 +201,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Rename, change the role of, or (de)activate a member",
           params: z.strictObject({ ws: z.string().min(1).max(100), id: z.string().min(1).max(100) }),
           body: z.strictObject({
             name: z.string().min(1).max(200).optional(),
@@ -213,6 +227,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Define a custom field of contacts or deals",
           params: wsParam,
           body: z.strictObject({
             entity: z.enum(["contact", "opportunity"]),

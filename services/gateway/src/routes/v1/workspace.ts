@@ -3,7 +3,7 @@ import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponses } from "../../schemas/common.js";
+import { errorResponses, page } from "../../schemas/common.js";
 
 export const customField = z
   .object({
@@ -45,7 +45,7 @@ export const workspaceRoutes =
           tags: ["custom fields"],
           summary: "List the custom-field definitions (the fieldKeys accepted in customFields)",
           querystring: z.object({ entity: z.enum(["contact", "opportunity"]).optional() }),
-          response: { 200: z.object({ data: z.array(customField), nextCursor: z.null() }), ...errors },
+          response: { 200: page(customField), ...errors },
         },
       },
       async (req) => {
@@ -67,7 +67,7 @@ export const workspaceRoutes =
         schema: {
           tags: ["members"],
           summary: "List workspace members, deactivated ones included",
-          response: { 200: z.object({ data: z.array(member), nextCursor: z.null() }), ...errors },
+          response: { 200: page(member), ...errors },
         },
       },
       async (req) => {
