@@ -1,9 +1,10 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ContactService } from "@funil/contracts";
+import { fail } from "@funil/errors";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rpcClient } from "./client.js";
-import { apiError, describeError } from "./errors.js";
+import { describeError } from "./errors.js";
 import { startRpcServer } from "./server.js";
 
 /** A real Connect server on HTTP/2 whose handlers fail on purpose; the client is the one services use. */
@@ -27,7 +28,7 @@ beforeAll(async () => {
         async upsertContact() {
           calls.upsert++;
           if (failures-- > 0) throw new ConnectError("warming up", Code.Unavailable);
-          throw apiError("contact_conflict", "taken");
+          throw fail("contact_conflict", "taken");
         },
       }),
   });

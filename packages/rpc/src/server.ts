@@ -1,18 +1,22 @@
 import * as http2 from "node:http2";
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { DomainError } from "@funil/errors";
 import type { Logger } from "pino";
+import { toConnectError } from "./errors.js";
 
 /**
- * Server side: any error that is not a deliberate ConnectError is logged and
+ * Server side: a DomainError becomes its ConnectError (code and details in
+ * metadata); any error that is not a deliberate ConnectError is logged and
  * answered as a bare Internal (never SQL or stack traces); a lost database
  * connection is Unavailable, so callers can retry.
  */
-function errorInterceptor(log: Logger): Interceptor {
+export function errorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);
     } catch (err) {
+      if (err instanceof DomainError) throw toConnectError(err);
       if (err instanceof ConnectError) throw err;
       const code = (err as { code?: string }).code;
       if (

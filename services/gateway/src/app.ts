@@ -1,9 +1,10 @@
 import compress from "@fastify/compress";
 import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
-import { apiError } from "@funil/rpc";
+import { fail } from "@funil/errors";
+import { check, type Part, refuseNul, type z } from "@funil/schemas";
 import Fastify, { type FastifyServerOptions } from "fastify";
-import { validatorCompiler, type ZodTypeProvider } from "fastify-type-provider-zod";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
 import { authPlugin } from "./plugins/auth.js";
 import { clientErrorHandler, errorBody, errorsPlugin, frameworkError } from "./plugins/errors.js";
@@ -20,6 +21,13 @@ import { taskRoutes } from "./routes/v1/tasks.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const PARTS: Record<string, Part> = {
+  body: "body",
+  querystring: "query",
+  params: "path",
+  headers: "headers",
+};
 
 /** The gateway as a Fastify app: server.ts starts and stops it, tests build it directly. */
 export async function buildApp(ctx: GatewayContext, options: FastifyServerOptions = {}) {
@@ -38,7 +46,15 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     clientErrorHandler,
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler);
+  // The request rules are the shared schemas of @funil/schemas, applied by the same check() the services
+  // use, so HTTP and gRPC answer the same validation_failed details.
+  app.setValidatorCompiler(({ schema, httpPart }) => (data) => {
+    try {
+      return { value: check(schema as z.ZodType, data, PARTS[httpPart ?? ""] ?? "body") };
+    } catch (error) {
+      return { error: error as Error };
+    }
+  });
   // Response schemas document the API (OpenAPI); answers are built by toApiJson, which already gives
   // them their exact shape, so they are not parsed again on the way out: that parse cost more than the
   // whole database round trip of a list page.
@@ -56,6 +72,12 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     if (draining) reply.header("connection", "close");
   });
   app.addHook("onClose", async () => clearInterval(draining));
+  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route, as the services do.
+  app.addHook("preValidation", async (req) => {
+    refuseNul(req.params, "path");
+    refuseNul(req.query, "query");
+    refuseNul(req.body, "body");
+  });
 
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);
@@ -106,8 +128,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
         nameSpace: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
         skipOnError: true,
         keyGenerator: (req) => req.caller?.keyId ?? req.ip,
-        errorResponseBuilder: () =>
-          apiError("rate_limited", "too many requests for this key; see retry-after"),
+        errorResponseBuilder: () => fail("rate_limited", "too many requests for this key; see retry-after"),
       });
       await v1.register(contactRoutes(ctx));
       await v1.register(dealRoutes(ctx));

@@ -1,21 +1,13 @@
 import { fileURLToPath } from "node:url";
 import { type Clock, createLogger, naming, systemClock } from "@funil/config";
-import {
-  ContactService,
-  CustomFieldService,
-  FunnelService,
-  MemberService,
-  NoteService,
-  OpportunityService,
-  PipelineService,
-  TaskService,
-} from "@funil/contracts";
+import { SERVICES } from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
-import { rpcClient, startRpcServer } from "@funil/rpc";
+import { clientsOf, startRpcServer } from "@funil/rpc";
 import { Redis } from "ioredis";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
-import type { GatewayConfig } from "./config.js";
+import { type GatewayConfig, serviceUrl } from "./config.js";
+import type { ServiceClients } from "./context.js";
 import { keyResolver } from "./key-cache.js";
 import { keyStore } from "./store/keys.js";
 
@@ -36,25 +28,13 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
     channel: `funil:${config.FUNIL_ENV ?? "default"}:keys`,
   });
   await keys.ready;
-  const timeout = config.UPSTREAM_TIMEOUT_MS;
-  const ctx = {
-    config,
-    clock,
-    sql,
-    redis,
-    keys,
-    keyStore: store,
-    crm: {
-      contacts: rpcClient(ContactService, config.CRM_URL, timeout),
-      customFields: rpcClient(CustomFieldService, config.CRM_URL, timeout),
-      members: rpcClient(MemberService, config.CRM_URL, timeout),
-      pipelines: rpcClient(PipelineService, config.CRM_URL, timeout),
-      opportunities: rpcClient(OpportunityService, config.CRM_URL, timeout),
-      funnel: rpcClient(FunnelService, config.CRM_URL, timeout),
-      tasks: rpcClient(TaskService, config.CRM_URL, timeout),
-      notes: rpcClient(NoteService, config.CRM_URL, timeout),
-    },
-  };
+  const clients = Object.fromEntries(
+    (Object.keys(SERVICES) as Array<keyof typeof SERVICES>).map((name) => [
+      name,
+      clientsOf(SERVICES[name], serviceUrl(config, name), config.UPSTREAM_TIMEOUT_MS),
+    ]),
+  ) as ServiceClients;
+  const ctx = { ...clients, config, clock, sql, redis, keys, keyStore: store };
   const app = await buildApp(ctx);
   const auth = await startRpcServer({
     port: config.AUTH_PORT,

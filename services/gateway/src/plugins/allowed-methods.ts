@@ -12,7 +12,7 @@ export function methodTable() {
           part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"),
         )
         .join("/");
-      const pattern = new RegExp(`^${source}/?$`);
+      const pattern = new RegExp(`^${source}$`);
       let route = routes.find((r) => r.pattern.source === pattern.source);
       if (!route) {
         route = { pattern, methods: new Set() };

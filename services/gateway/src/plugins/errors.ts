@@ -1,18 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import { describeError } from "@funil/rpc";
+import { DomainError } from "@funil/errors";
+import { ConnectError, describeError } from "@funil/rpc";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { methodTable } from "./allowed-methods.js";
-
-const CONTEXT: Record<string, string> = {
-  querystring: "query",
-  body: "body",
-  params: "path",
-  headers: "headers",
-};
 
 export function errorBody(code: string, message: string, details?: Array<{ path: string; message: string }>) {
   return { error: details ? { code, message, details } : { code, message } };
@@ -24,25 +17,14 @@ export function errorBody(code: string, message: string, details?: Array<{ path:
  */
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    if (hasZodFastifySchemaValidationErrors(err)) {
-      const where = CONTEXT[(err as { validationContext?: string }).validationContext ?? ""] ?? "request";
-      const details = err.validation.flatMap((v) => {
-        const base = [where, ...v.instancePath.split("/").filter(Boolean)];
-        const unknown = (v.params as { keys?: string[] }).keys;
-        // An unknown field is named by its own path, so a client sees which one.
-        if (v.keyword === "unrecognized_keys" && unknown)
-          return unknown.map((k) => ({ path: [...base, k].join("."), message: "unknown field" }));
-        return [{ path: base.join("."), message: v.message ?? "invalid" }];
-      });
+    if (err instanceof DomainError || err instanceof ConnectError) {
+      const described = describeError(err);
+      if (described.status >= 500) req.log.error({ err }, "request failed");
+      if (described.replayed) reply.header("idempotent-replayed", "true");
+      if (described.status === 503) reply.header("retry-after", "1");
       return reply
-        .code(400)
-        .send(
-          errorBody(
-            "validation_failed",
-            `invalid ${where}: ${details[0]?.path} ${details[0]?.message}`,
-            details,
-          ),
-        );
+        .code(described.status)
+        .send(errorBody(described.code, described.message, described.details));
     }
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
       return reply
@@ -58,7 +40,6 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
     }
     const described = describeError(err);
     if (described.status >= 500) req.log.error({ err }, "request failed");
-    if (described.status === 503) reply.header("retry-after", "1");
     return reply.code(described.status).send(errorBody(described.code, described.message, described.details));
   });
   const methods = methodTable();

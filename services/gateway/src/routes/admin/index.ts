@@ -1,13 +1,20 @@
-import { notFound } from "@funil/rpc";
+import { CustomFieldSchema, MemberSchema, PipelineSchema } from "@funil/contracts";
+import { notFound } from "@funil/errors";
+import { toApiJson } from "@funil/rpc";
+import {
+  createCustomFieldBody,
+  createMemberBody,
+  createPipelineBody,
+  patchMemberBody,
+  z,
+} from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
 import { errorBody } from "../../plugins/errors.js";
-import { errorResponses, page } from "../../schemas/common.js";
-import { createPipelineBody, pipeline } from "../../schemas/pipelines.js";
+import { errorResponses } from "../../schemas/common.js";
+import { customField, member, page, pipeline } from "../../schemas/responses.js";
 import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
-import { customField, customFieldJson, member, memberJson } from "../v1/workspace.js";
 
 const workspace = z.object({
   id: z.string(),
@@ -180,19 +187,14 @@ export const adminRoutes =
           tags: ["admin"],
           summary: "Add a member to a workspace",
           params: wsParam,
-          body: z.strictObject({
-            name: z.string().min(1).max(200),
-            email: z.email().max(200),
-            role: z.string().min(1).max(60),
-            active: z.boolean().optional(),
-          }),
+          body: createMemberBody,
           response: { 201: member, ...errors },
         },
       },
       async (req, reply) => {
         await mustWorkspace(req.params.ws);
         const res = await ctx.crm.members.createMember({ workspaceId: req.params.ws, ...req.body });
-        return reply.code(201).send(memberJson(res.member));
+        return reply.code(201).send(toApiJson(MemberSchema, res.member!));
       },
     );
 
@@ -203,11 +205,7 @@ export const adminRoutes =
           tags: ["admin"],
           summary: "Rename, change the role of, or (de)activate a member",
           params: z.strictObject({ ws: z.string().min(1).max(100), id: z.string().min(1).max(100) }),
-          body: z.strictObject({
-            name: z.string().min(1).max(200).optional(),
-            role: z.string().min(1).max(60).optional(),
-            active: z.boolean().optional(),
-          }),
+          body: patchMemberBody,
           response: { 200: member, ...errors },
         },
       },
@@ -218,7 +216,7 @@ export const adminRoutes =
           id: req.params.id,
           ...req.body,
         });
-        return memberJson(res.member);
+        return toApiJson(MemberSchema, res.member!);
       },
     );
 
@@ -229,15 +227,7 @@ export const adminRoutes =
           tags: ["admin"],
           summary: "Define a custom field of contacts or deals",
           params: wsParam,
-          body: z.strictObject({
-            entity: z.enum(["contact", "opportunity"]),
-            fieldKey: z
-              .string()
-              .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "a letter, then letters, digits or _ (64 at most)"),
-            label: z.string().min(1).max(200),
-            type: z.enum(["text", "number", "boolean", "date", "select"]),
-            options: z.array(z.string().min(1).max(200)).max(200).optional(),
-          }),
+          body: createCustomFieldBody,
           response: { 201: customField, ...errors },
         },
       },
@@ -248,7 +238,7 @@ export const adminRoutes =
           ...req.body,
           options: req.body.options ?? [],
         });
-        return reply.code(201).send(customFieldJson(res.customField));
+        return reply.code(201).send(toApiJson(CustomFieldSchema, res.customField!));
       },
     );
 
@@ -270,12 +260,7 @@ export const adminRoutes =
           name: req.body.name,
           stageNames: req.body.stages.map((s) => s.name),
         });
-        const p = res.pipeline!;
-        return reply.code(201).send({
-          id: p.id,
-          name: p.name,
-          stages: p.stages.map((s) => ({ id: s.id, name: s.name, position: s.position })),
-        });
+        return reply.code(201).send(toApiJson(PipelineSchema, res.pipeline!));
       },
     );
   };
