@@ -72,6 +72,24 @@ export function operationId(method: string, path: string): string {
   return [method, ...words].map((w, i) => (i === 0 ? w : w[0]!.toUpperCase() + w.slice(1))).join("");
 }
 
+const REF = /"#\/components\/schemas\/([^"]+)"/g;
+
+/**
+ * Drops the component schemas nothing refers to: the zod provider writes an input and an output copy
+ * of every named schema, and only one of them is used by an operation.
+ */
+function pruneSchemas(doc: Json) {
+  const schemas = doc.components?.schemas ?? {};
+  const used = new Set<string>();
+  const queue = [...JSON.stringify(doc.paths).matchAll(REF)].map((m) => m[1]!);
+  for (let name = queue.pop(); name !== undefined; name = queue.pop()) {
+    if (used.has(name)) continue;
+    used.add(name);
+    queue.push(...[...JSON.stringify(schemas[name] ?? {}).matchAll(REF)].map((m) => m[1]!));
+  }
+  for (const name of Object.keys(schemas)) if (!used.has(name)) delete schemas[name];
+}
+
 /**
  * Completes the generated document in one place, so no route has to repeat it: every operation gets an
  * operationId, the error answers every route can give (413, 415, 429, 500, 503…), and the headers every
@@ -104,6 +122,7 @@ export function completeDocument(doc: Json): Json {
       }
     }
   }
+  pruneSchemas(doc);
   return doc;
 }
 
