@@ -1,16 +1,16 @@
 import compress from "@fastify/compress";
 import cors from "@fastify/cors";
-import rateLimit from "@fastify/rate-limit";
-import { fail } from "@funil/errors";
 import { check, type Part, refuseNul, type z } from "@funil/schemas";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
+import { healthChecks, readyzRoute } from "./health.js";
 import { authPlugin } from "./plugins/auth.js";
-import { clientErrorHandler, errorBody, errorsPlugin, frameworkError } from "./plugins/errors.js";
+import { clientErrorHandler, errorsPlugin, frameworkError } from "./plugins/errors.js";
 import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { openapiPlugin } from "./plugins/openapi.js";
+import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { dealRoutes } from "./routes/v1/deals.js";
@@ -81,7 +81,8 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
 
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);
-  await app.register(metricsPlugin);
+  const health = healthChecks(ctx);
+  await app.register(metricsPlugin, { register: health.registerMetrics });
   // Browsers may call the API only from the origins the operator lists (none by default).
   if (ctx.config.CORS_ORIGINS.length > 0)
     await app.register(cors, {
@@ -103,32 +104,16 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   await app.register(openapiPlugin);
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
-    const checks = await Promise.allSettled([
-      ctx.sql`select 1`,
-      ctx.redis.ping(),
-      ctx.crm.customFields.listCustomFields({ workspaceId: "readyz" }, { timeoutMs: 2000 }),
-    ]);
-    const names = ["database", "redis", "crm"];
-    const failed = names.filter((_, i) => checks[i]?.status === "rejected");
-    if (failed.length > 0)
-      return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
-    return { status: "ready" };
-  });
+  readyzRoute(app, health);
 
   await app.register(
     async (v1) => {
       await v1.register(authPlugin, { keys: ctx.keys });
-      await v1.register(rateLimit, {
-        // Right after authentication: requests later refused by scope or validation count too.
-        hook: "onRequest",
-        max: ctx.config.RATE_LIMIT_MAX,
-        timeWindow: ctx.config.RATE_LIMIT_WINDOW_MS,
+      await v1.register(rateLimitPlugin, {
         redis: ctx.redis,
-        nameSpace: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
-        skipOnError: true,
-        keyGenerator: (req) => req.caller?.keyId ?? req.ip,
-        errorResponseBuilder: () => fail("rate_limited", "too many requests for this key; see retry-after"),
+        prefix: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
+        max: ctx.config.RATE_LIMIT_MAX,
+        windowMs: ctx.config.RATE_LIMIT_WINDOW_MS,
       });
       await v1.register(contactRoutes(ctx));
       await v1.register(dealRoutes(ctx));
