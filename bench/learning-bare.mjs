@@ -50,7 +50,7 @@ const server = createServer(async (req, res) => {
     );
     const page = rows.slice(0, limit);
     const last = page.at(-1);
-    const filters = { q, activeSince };
+    const filters = { q, activeSince, workspaceId: "platform" };
     send(res, 200, {
       data: page.map((r) => toApiJson(LearnerSchema, learnerToProto(r))),
       nextCursor:

@@ -28,6 +28,8 @@ export function learnerService(deps: {
       );
       const { rows, nextCursor } = await keysetPage<LearnerRecord>({
         list: LIST,
+        // The platform's data is one for every operator workspace, and so are its cursors.
+        workspaceId: "platform",
         filters,
         cursor,
         limit,
