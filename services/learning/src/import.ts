@@ -25,11 +25,11 @@ function progressBar(started: number) {
     const bar = "█".repeat(Math.round(share * 30)).padEnd(30, "░");
     const rate = Math.round(p.lines / Math.max(0.001, (now - started) / 1000));
     const text =
-      p.phase === "merging"
-        ? `${bar} 100% ${number(p.lines)} lines read, ${number(rate)} lines/s; merging…`
-        : `${bar} ${String(Math.round(share * 100)).padStart(3)}% ${number(p.lines)} lines, ${number(rate)} lines/s`;
+      p.phase === "reading"
+        ? `${bar} ${String(Math.round(share * 100)).padStart(3)}% ${number(p.lines)} lines, ${number(rate)} lines/s`
+        : `${bar} 100% ${number(p.lines)} lines read, ${number(rate)} lines/s; ${p.phase}…`;
     process.stderr.write(tty ? `\r${text}` : `${text}\n`);
-    if (tty && p.phase === "merging") process.stderr.write("\n");
+    if (tty && p.phase !== "reading") process.stderr.write("\n");
   };
 }
 
@@ -51,7 +51,7 @@ runMain(async () => {
   }
   const config = loadConfig(baseEnv);
   const sql = await openDatabase(config.DATABASE_URL, naming(config.FUNIL_ENV).database("learning"), {
-    max: 12,
+    max: 2,
   });
   const started = Date.now();
   try {

@@ -56,7 +56,7 @@ beforeAll(async () => {
   sql = await openDatabase(
     process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
     naming(`${process.env.FUNIL_TEST_ENV}_import`).database("learning"),
-    { max: 12 },
+    { max: 4 },
   );
   await migrate(sql, fileURLToPath(new URL("../migrations", import.meta.url)));
   dir = await mkdtemp(join(tmpdir(), "funil-import-"));

@@ -14,7 +14,7 @@ export interface Progress {
   lines: number;
   bytes: number;
   totalBytes: number;
-  phase: "reading" | "merging";
+  phase: "reading" | "loading" | "merging";
 }
 
 export interface ImportResult {
@@ -22,6 +22,7 @@ export interface ImportResult {
   imported: number;
   rejected: number;
   rejectsFile?: string;
+  /** Reading, checking and COPYing into the staging tables. */
   readMs: number;
   mergeMs: number;
 }
@@ -29,7 +30,8 @@ export interface ImportResult {
 /**
  * `npm run import:platform` (API.md §10): streams an NDJSON file of
  * `{subject, data}` lines, checks each like a message of the live stream,
- * COPYs the rows into staging tables and merges them in one transaction. The
+ * spools the rows to disk, COPYs them into staging tables and merges them in
+ * one transaction. The
  * file is read line by line with backpressure, so memory stays flat on any
  * size. A bad line stops the import before anything is merged (the error
  * names the line and the field), unless `skipBad`: then it goes to the
@@ -73,7 +75,8 @@ export async function importFile(
       for (const [table, values] of rowsOf(checked.message)) await staging.add(table, line, values);
       imported++;
     }
-    await staging.finish();
+    report("loading");
+    await staging.load();
     report("merging");
     const merging = Date.now();
     await staging.merge();

@@ -1,7 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import type { Writable } from "node:stream";
-import { finished } from "node:stream/promises";
+import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { finished, pipeline } from "node:stream/promises";
 import type { Sql, TransactionSql } from "@funil/db";
 import { copyLine, STAGING, type Staging, type Value } from "../bulk.js";
 
@@ -9,10 +12,13 @@ const CHUNK = 256 * 1024;
 const DEADLOCK = "40P01";
 
 /**
- * Staging tables for one import run: unlogged scratch tables, each filled by
- * its own COPY stream while the file is read, merged into the real tables in
- * one transaction by merge(), dropped by drop() whatever happened. Nothing
- * reaches the real tables before merge() commits.
+ * Staging for one import run. While the file is read, each kind of row is
+ * spooled to its own temporary file in COPY's text format; load() then COPYs
+ * them one after the other into unlogged scratch tables over a single
+ * connection (an import never takes more than two of the server's
+ * connections), merge() applies them to the real tables in one transaction,
+ * and drop() removes tables and files whatever happened. Nothing reaches the
+ * real tables before merge() commits.
  */
 export async function openStaging(sql: Sql) {
   const run = randomBytes(6).toString("hex");
@@ -21,47 +27,44 @@ export async function openStaging(sql: Sql) {
   ) as Record<Staging, string>;
   for (const t of Object.keys(STAGING) as Staging[])
     await sql.unsafe(`create unlogged table ${names[t]} (line bigint not null, ${STAGING[t]})`);
+  const dir = await mkdtemp(join(tmpdir(), "funil-import-"));
+  const spools = new Map<Staging, { file: string; out: WriteStream; buffer: string }>();
 
-  const streams = new Map<Staging, { writable: Promise<Writable>; buffer: string }>();
-
-  async function flush(entry: { writable: Promise<Writable>; buffer: string }) {
-    const w = await entry.writable;
-    const chunk = entry.buffer;
-    entry.buffer = "";
-    if (!w.write(chunk)) await once(w, "drain");
+  async function flush(spool: { out: WriteStream; buffer: string }) {
+    const chunk = spool.buffer;
+    spool.buffer = "";
+    if (!spool.out.write(chunk)) await once(spool.out, "drain");
   }
 
   return {
-    /** Adds a row; resolves once its stream accepts more (backpressure keeps memory flat). */
+    /** Adds a row; resolves once its spool accepts more (backpressure keeps memory flat). */
     async add(t: Staging, line: number, values: Value[]) {
-      let entry = streams.get(t);
-      if (!entry) {
-        // COPY opens lazily: a file without, say, certificates never holds a connection for them.
-        entry = { writable: sql`copy ${sql(names[t])} from stdin`.writable(), buffer: "" };
-        streams.set(t, entry);
+      let spool = spools.get(t);
+      if (!spool) {
+        const file = join(dir, `${t}.copy`);
+        spool = { file, out: createWriteStream(file), buffer: "" };
+        spools.set(t, spool);
       }
-      entry.buffer += copyLine([line, ...values]);
-      if (entry.buffer.length >= CHUNK) await flush(entry);
+      spool.buffer += copyLine([line, ...values]);
+      if (spool.buffer.length >= CHUNK) await flush(spool);
     },
 
-    /** Ends every COPY (the rows are then in the staging tables). */
-    async finish() {
-      for (const entry of streams.values()) {
-        if (entry.buffer) await flush(entry);
-        const w = await entry.writable;
-        w.end();
-        await finished(w);
+    /** Closes the spools and COPYs each into its staging table. */
+    async load() {
+      for (const [t, spool] of spools) {
+        if (spool.buffer) await flush(spool);
+        spool.out.end();
+        await finished(spool.out);
+        await pipeline(createReadStream(spool.file), await sql`copy ${sql(names[t])} from stdin`.writable());
       }
     },
 
-    /** Stops the COPY streams without loading anything more. */
+    /** Stops writing the spools (drop() removes them). */
     async abort() {
       await Promise.all(
-        [...streams.values()].map(async (entry) => {
-          const w = await entry.writable.catch(() => undefined);
-          if (!w || w.destroyed) return;
-          w.destroy(new Error("import aborted"));
-          await finished(w).catch(() => {});
+        [...spools.values()].map(async ({ out }) => {
+          out.destroy();
+          await finished(out).catch(() => {});
         }),
       );
     },
@@ -83,6 +86,7 @@ export async function openStaging(sql: Sql) {
 
     async drop() {
       for (const t of Object.keys(STAGING) as Staging[]) await sql.unsafe(`drop table if exists ${names[t]}`);
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }

@@ -52,6 +52,26 @@ export interface LearnerDetailRecord {
   library: Array<{ docId: string; title: string | null; readSec: number; read: boolean; lastDate: Date }>;
 }
 
+/** A list of the detail as JSON gives it: timestamps as strings. */
+type Json<T> = {
+  [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K];
+};
+
+interface DetailRow {
+  id: string;
+  name: string;
+  email: string;
+  createdAt: Date;
+  lastLoginAt: Date | null;
+  lastActiveAt: Date | null;
+  sessionsInWindow: number;
+  lastIp: string | null;
+  courses: Array<Json<LearnerDetailRecord["courses"][number]>>;
+  lessons: Array<Json<LearnerDetailRecord["lessons"][number]>>;
+  certificates: Array<Json<LearnerDetailRecord["certificates"][number]>>;
+  library: Array<Json<LearnerDetailRecord["library"][number]>>;
+}
+
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
@@ -79,62 +99,64 @@ export function learnerStore(sql: Sql) {
         order by u.created_at, u.id limit ${limit}`;
     },
 
-    /** One learner's usage; lessons, library and sessionsInWindow since `since`. Undefined: no such learner. */
+    /**
+     * One learner's usage; lessons, library and sessionsInWindow since `since`. Undefined: no such
+     * learner. One statement (one round trip, one connection), the lists aggregated as JSON.
+     */
     async get(id: string, windowDays: number, since: Date): Promise<LearnerDetailRecord | undefined> {
-      const [user] = await sql<
-        Array<{
-          id: string;
-          name: string;
-          email: string;
-          createdAt: Date;
-          lastLoginAt: Date | null;
-          lastActiveAt: Date | null;
-        }>
-      >`
-        select id, name, email, created_at, last_login_at, last_active_at from users
-        where id = ${id} and learner and created_at is not null`;
-      if (!user) return undefined;
-      const [sessions, courses, lessons, certificates, library] = await Promise.all([
-        sql<Array<{ inWindow: number; lastIp: string | null }>>`
-          select (select count(*)::int from sessions where user_id = ${id} and at >= ${since}) as in_window,
-                 (select ip from sessions where user_id = ${id} order by at desc, session_key desc limit 1)
-                   as last_ip`,
-        sql<LearnerDetailRecord["courses"]>`
-          select e.course_id, c.title as course_title, e.status, e.progress_pct, e.started_at, e.completed_at
-          from enrollments e left join courses c on c.id = e.course_id
-          where e.user_id = ${id} order by e.started_at nulls last, e.course_id`,
-        sql<LearnerDetailRecord["lessons"]>`
-          select p.lesson_id, l.title, c.title as course_title, p.watch_sec, p.watch_pct, p.completed,
-                 p.at as last_date
-          from lesson_progress p
-            left join lessons l on l.id = p.lesson_id
-            left join courses c on c.id = p.course_id
-          where p.user_id = ${id} and p.at >= ${since} order by p.at desc, p.lesson_id`,
-        sql<LearnerDetailRecord["certificates"]>`
-          select code, course_id, coalesce(c.course_title, k.title) as course_title, issued_at
-          from certificates c left join courses k on k.id = c.course_id
-          where c.user_id = ${id} order by issued_at, code`,
-        sql<LearnerDetailRecord["library"]>`
-          select r.doc_id, d.title, r.read_sec, r.read, r.at as last_date
-          from library_reads r left join library_docs d on d.id = r.doc_id
-          where r.user_id = ${id} and r.at >= ${since} order by r.at desc, r.doc_id`,
-      ]);
+      const [row] = await sql<DetailRow[]>`
+        select u.id, u.name, u.email, u.created_at, u.last_login_at, u.last_active_at,
+          (select count(*)::int from sessions s where s.user_id = u.id and s.at >= ${since}) as sessions_in_window,
+          (select ip from sessions s where s.user_id = u.id order by s.at desc, s.session_key desc limit 1)
+            as last_ip,
+          coalesce((
+            select json_agg(json_build_object('courseId', e.course_id, 'courseTitle', c.title,
+                     'status', e.status, 'progressPct', e.progress_pct, 'startedAt', e.started_at,
+                     'completedAt', e.completed_at) order by e.started_at nulls last, e.course_id)
+            from enrollments e left join courses c on c.id = e.course_id where e.user_id = u.id), '[]')
+            as courses,
+          coalesce((
+            select json_agg(json_build_object('lessonId', p.lesson_id, 'title', l.title, 'courseTitle', c.title,
+                     'watchSec', p.watch_sec, 'watchPct', p.watch_pct, 'completed', p.completed,
+                     'lastDate', p.at) order by p.at desc, p.lesson_id)
+            from lesson_progress p
+              left join lessons l on l.id = p.lesson_id
+              left join courses c on c.id = p.course_id
+            where p.user_id = u.id and p.at >= ${since}), '[]') as lessons,
+          coalesce((
+            select json_agg(json_build_object('code', k.code, 'courseId', k.course_id,
+                     'courseTitle', coalesce(k.course_title, c.title), 'issuedAt', k.issued_at)
+                     order by k.issued_at, k.code)
+            from certificates k left join courses c on c.id = k.course_id where k.user_id = u.id), '[]')
+            as certificates,
+          coalesce((
+            select json_agg(json_build_object('docId', r.doc_id, 'title', d.title, 'readSec', r.read_sec,
+                     'read', r.read, 'lastDate', r.at) order by r.at desc, r.doc_id)
+            from library_reads r left join library_docs d on d.id = r.doc_id
+            where r.user_id = u.id and r.at >= ${since}), '[]') as library
+        from users u where u.id = ${id} and u.learner and u.created_at is not null`;
+      if (!row) return undefined;
+      const at = (v: string | null) => (v === null ? null : new Date(v));
       return {
-        id: user.id,
-        name: user.name,
-        email: user.email,
-        createdAt: user.createdAt,
+        id: row.id,
+        name: row.name,
+        email: row.email,
+        createdAt: row.createdAt,
         windowDays,
         access: {
-          lastLoginAt: user.lastLoginAt,
-          lastActiveAt: user.lastActiveAt,
-          sessionsInWindow: sessions[0]?.inWindow ?? 0,
-          lastIp: sessions[0]?.lastIp ?? null,
+          lastLoginAt: row.lastLoginAt,
+          lastActiveAt: row.lastActiveAt,
+          sessionsInWindow: row.sessionsInWindow,
+          lastIp: row.lastIp,
         },
-        courses: [...courses],
-        lessons: [...lessons],
-        certificates: [...certificates],
-        library: [...library],
+        courses: row.courses.map((c) => ({
+          ...c,
+          startedAt: at(c.startedAt),
+          completedAt: at(c.completedAt),
+        })),
+        lessons: row.lessons.map((l) => ({ ...l, lastDate: new Date(l.lastDate) })),
+        certificates: row.certificates.map((c) => ({ ...c, issuedAt: new Date(c.issuedAt) })),
+        library: row.library.map((d) => ({ ...d, lastDate: new Date(d.lastDate) })),
       };
     },
   };
