@@ -191,9 +191,10 @@ function learningWorkload(): Workload {
         } while (cursor);
         return out;
       };
-      // The consumer catches up after the last fault: give it a few seconds.
+      // The consumer catches up after the last fault; what a killed copy had taken comes back after its
+      // ack wait (5 s).
       let found = await listed();
-      for (let i = 0; i < 100 && found.size < learners.size; i++) {
+      for (let i = 0; i < 200 && found.size < learners.size; i++) {
         await new Promise((r) => setTimeout(r, 100));
         found = await listed();
       }

@@ -37,7 +37,13 @@ export function startPlatformConsumer(deps: {
   const publish = publisher(deps.nc);
   return consume(
     deps.nc,
-    { stream: names.stream("PLATFORM"), durable: CONSUMER, filterSubject: names.subject("platform.>") },
+    {
+      stream: names.stream("PLATFORM"),
+      durable: CONSUMER,
+      filterSubject: names.subject("platform.>"),
+      // A message takes milliseconds to apply: the ones a killed copy had taken come back after 5 s, not 30.
+      ackWaitMs: 5000,
+    },
     async (m) => {
       const subject = m.subject.slice(prefix.length);
       if (subject === DEAD_LETTER) return m.ack();
