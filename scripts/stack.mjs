@@ -19,8 +19,10 @@ const TAIL_LINES = 30;
 
 /**
  * opts: { env = process.env, port = env.PORT ?? 8080 (0: a free one), adminToken = env.ADMIN_TOKEN ?? random,
- *         stdio: 'prefix' | 'inherit' | 'ignore' | <log file path> (default 'prefix'), root, log }
- * Resolves to { gatewayUrl, adminToken, env, exited, stop } once the gateway's /readyz answers 200.
+ *         stdio: 'prefix' | 'inherit' | 'ignore' | <log file path> (default 'prefix'), root, log,
+ *         nodeArgs: (name) => extra node flags for that process, e.g. --cpu-prof for the benchmark }
+ * Resolves to { gatewayUrl, adminToken, env, exited, stop, pids } once the gateway's /readyz answers 200;
+ * pids() maps each running process's name to its pid (the benchmark reads their CPU time in /proc).
  * `env` is the full environment the children got; `exited` resolves with { name, code, signal } when a
  * child exits before stop() was called.
  */
@@ -83,7 +85,7 @@ export async function startStack(opts = {}) {
   process.on("exit", killAll);
 
   const launch = (name) => {
-    const child = startChild(name, mainOf(name), root, env, output);
+    const child = startChild(name, [...(opts.nodeArgs?.(name) ?? []), mainOf(name)], root, env, output);
     children.push(child);
     child.exited.then(({ code, signal }) => {
       if (stopping || !started) return;
@@ -106,11 +108,13 @@ export async function startStack(opts = {}) {
     await stop();
     throw err;
   }
-  return { gatewayUrl: `http://127.0.0.1:${port}`, adminToken, env, exited, stop };
+  const pids = () =>
+    Object.fromEntries(children.filter((c) => c.exit.code === undefined).map((c) => [c.name, c.process.pid]));
+  return { gatewayUrl: `http://127.0.0.1:${port}`, adminToken, env, exited, stop, pids };
 }
 
-function startChild(name, main, cwd, env, output) {
-  const child = spawn(process.execPath, [main], {
+function startChild(name, args, cwd, env, output) {
+  const child = spawn(process.execPath, args, {
     cwd,
     env,
     stdio: output.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
