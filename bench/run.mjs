@@ -7,6 +7,7 @@
 //   npm run bench -- --full           the larger run (more rows, longer and more runs)
 //   BENCH_PROFILE=1 npm run bench     gateway and crm under node --cpu-prof; prints their top functions
 //   BENCH_ONLY='contacts/\{id\}'       only the scenarios whose name matches
+//   BENCH_OPEN_LOOP=0                 without the open-loop rows (quicker comparisons of one change)
 // BENCH_CONTACTS, BENCH_DEALS, BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS (e.g. 8,32) and BENCH_ENV
 // (the FUNIL_ENV of its databases and streams, default bench) change the run.
 import { spawn } from "node:child_process";
@@ -21,7 +22,7 @@ import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { apiClient, fill } from "./fill.mjs";
 import { measure } from "./load.mjs";
-import { profilesIn, topSelfTime } from "./profile.mjs";
+import { byPackage, profilesIn, topSelfTime } from "./profile.mjs";
 import { renderResults } from "./report.mjs";
 
 const FULL = process.argv.includes("--full") || process.env.BENCH_FULL === "1";
@@ -34,6 +35,7 @@ const opts = {
   connections: (process.env.BENCH_CONNECTIONS ?? "8,32").split(",").map(Number),
   only: process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined,
   profile: process.env.BENCH_PROFILE === "1",
+  openLoop: process.env.BENCH_OPEN_LOOP !== "0",
   funilEnv: process.env.BENCH_ENV ?? "bench",
 };
 const started = Date.now();
@@ -179,7 +181,10 @@ try {
 
   const results = { paired: [], openLoop: [], alone: [] };
   const total =
-    paired.reduce((n, s) => n + (s.once ? 1 : opts.connections.length) * 2 + (s.once ? 0 : 2), 0) *
+    paired.reduce(
+      (n, s) => n + (s.once ? 1 : opts.connections.length) * 2 + (s.once || !opts.openLoop ? 0 : 2),
+      0,
+    ) *
       opts.runs +
     alone.length * opts.runs;
   let done = 0;
@@ -209,7 +214,7 @@ try {
   }
   // Open loop: a fixed arrival rate, half of what the bare route tops out at; 32 connections so that the
   // rate, not the connection count, is the limit.
-  for (const s of paired.filter((p) => !p.once)) {
+  for (const s of paired.filter((p) => !p.once && opts.openLoop)) {
     const top = Math.max(...results.paired.filter((p) => p.name === s.name).map((p) => p.bare.rps));
     const rate = Math.round(top / 2);
     const runs = { gateway: [], bare: [] };
@@ -332,10 +337,13 @@ function printProfiles(dir) {
   for (const name of ["gateway", "crm"]) {
     for (const file of profilesIn(path.join(dir, name))) {
       console.log(`\n${name}: top self time (${file})`);
-      for (const { name: fn, ms, share } of topSelfTime(file, 20))
+      const line = ({ name: fn, ms, share }) =>
         console.log(
           `${(share * 100).toFixed(1).padStart(5)} %  ${Math.round(ms).toString().padStart(6)} ms  ${fn}`,
         );
+      topSelfTime(file, 20).forEach(line);
+      console.log(`\n${name}: by package (Node internals counted for their caller)`);
+      byPackage(file).forEach(line);
     }
   }
 }

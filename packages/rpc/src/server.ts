@@ -2,6 +2,7 @@ import * as http2 from "node:http2";
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
+import { unaryFastPath } from "./unary-handler.js";
 
 /**
  * Server side: any error that is not a deliberate ConnectError is logged and
@@ -31,7 +32,8 @@ function errorInterceptor(log: Logger): Interceptor {
 }
 
 /**
- * Serves Connect, gRPC and gRPC-web on cleartext HTTP/2 and returns a close()
+ * Serves Connect, gRPC and gRPC-web on cleartext HTTP/2 (the binary Connect unary calls of the services'
+ * own clients through the lean path of unary-handler.ts, the rest through connect-node) and returns a close()
  * that stops accepting, lets in-flight calls finish, then closes sessions.
  */
 export async function startRpcServer(opts: {
@@ -40,9 +42,12 @@ export async function startRpcServer(opts: {
   routes: (router: ConnectRouter) => void;
   log: Logger;
 }): Promise<{ port: number; close(): Promise<void> }> {
-  const server = http2.createServer(
-    connectNodeAdapter({ routes: opts.routes, interceptors: [errorInterceptor(opts.log)] }),
-  );
+  const interceptors = [errorInterceptor(opts.log)];
+  const fast = unaryFastPath(interceptors);
+  const adapter = connectNodeAdapter({ routes: (router) => opts.routes(fast.record(router)), interceptors });
+  const server = http2.createServer((req, res) => {
+    if (!fast.handle(req, res)) adapter(req, res);
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);
