@@ -150,7 +150,6 @@ try {
       );
   }
 
-  const pids = stack.pids();
   const redisPid = await redisServerPid(env.REDIS_URL);
   const backends = async (apps) =>
     (await server`select pid from pg_stat_activity where application_name = any(${apps})`).map((r) => r.pid);
@@ -160,8 +159,8 @@ try {
       backends(["bench_bare"]),
     ]);
     return {
-      gateway: () => [pids.gateway],
-      crm: () => [pids.crm],
+      gateway: () => [stack.pid("gateway")],
+      crm: () => [stack.pid("crm")],
       postgres: () => stackPg,
       redis: () => (redisPid ? [redisPid] : []),
       bare: () => [bare.pid],

@@ -1,3 +1,4 @@
+import { naming } from "@funil/config";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { inject } from "vitest";
@@ -94,14 +95,15 @@ export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 1
 }
 
 /**
- * Reads the domain events of the test stack from JetStream (stream
- * TEST_EVENTS), starting a second ago, through an ordered consumer.
+ * Reads the domain events of the test stack from JetStream (its EVENTS
+ * stream), starting a second ago, through an ordered consumer.
  */
 export async function eventsSubscriber() {
   const nc = await connect({ servers: inject("natsUrl") });
   const js = jetstream(nc);
-  const consumer = await js.consumers.get("TEST_EVENTS", {
-    filter_subjects: "test.events.>",
+  const names = naming(inject("funilEnv"));
+  const consumer = await js.consumers.get(names.stream("EVENTS"), {
+    filter_subjects: names.subject("events.>"),
     deliver_policy: DeliverPolicy.StartTime,
     opt_start_time: new Date(Date.now() - 1000).toISOString(),
   });

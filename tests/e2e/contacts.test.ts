@@ -196,7 +196,7 @@ describe("PATCH /contacts/{id}", () => {
     const c = await ws.call("POST", "/contacts", { phone: uniquePhone() });
     const unknown = await ws.call("PATCH", `/contacts/${c.body.id}`, { customFields: { nope: 1 } });
     expect(unknown.status).toBe(400);
-    expect(unknown.body.error.details[0].path).toBe("customFields.nope");
+    expect(unknown.body.error.details[0].path).toBe("body.customFields.nope");
     for (const [key, value] of [
       ["seats", "three"],
       ["vip", "yes"],
@@ -207,7 +207,7 @@ describe("PATCH /contacts/{id}", () => {
       const res = await ws.call("PATCH", `/contacts/${c.body.id}`, { customFields: { [key]: value } });
       expect(res.status, key).toBe(400);
       expect(res.body.error.code).toBe("validation_failed");
-      expect(res.body.error.details[0].path).toBe(`customFields.${key}`);
+      expect(res.body.error.details[0].path).toBe(`body.customFields.${key}`);
     }
     // Upsert validates the same way, and a definition of the other entity does not count.
     const viaUpsert = await ws.call("POST", "/contacts", {

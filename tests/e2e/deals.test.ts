@@ -228,7 +228,7 @@ describe("custom fields on deals (API §5)", () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.error.message).toContain("plan");
-    expect(res.body.error.details[0].path).toBe("customFields.plan");
+    expect(res.body.error.details[0].path).toBe("body.customFields.plan");
   });
 
   it("API §5: a value of the wrong type is a 400 (number, select, boolean)", async () => {

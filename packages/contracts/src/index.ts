@@ -1,4 +1,4 @@
-// Generated code only lives under gen/ (npm run generate); this file re-exports it.
+// Generated code lives under gen/ (npm run generate); this file re-exports it, with the list of services.
 export * from "./gen/funil/crm/v1/contacts_pb.js";
 export * from "./gen/funil/crm/v1/custom_fields_pb.js";
 export * from "./gen/funil/crm/v1/deals_pb.js";
@@ -8,3 +8,5 @@ export * from "./gen/funil/crm/v1/notes_pb.js";
 export * from "./gen/funil/crm/v1/pipelines_pb.js";
 export * from "./gen/funil/crm/v1/tasks_pb.js";
 export * from "./gen/funil/gateway/v1/auth_pb.js";
+export * from "./gen/funil/health/v1/health_pb.js";
+export * from "./services.js";

@@ -1,9 +1,9 @@
+import { DomainError, fail } from "@funil/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Sql } from "./client.js";
 import {
   canonicalJson,
   deleteExpiredIdempotencyKeys,
-  IdempotencyKeyError,
   requestFingerprint,
   withIdempotency,
 } from "./idempotency.js";
@@ -24,12 +24,7 @@ afterAll(async () => {
 
 let n = 0;
 const req = (fingerprint = "fp") => ({ workspaceId: "ws_1", key: `k${Date.now()}-${++n}`, fingerprint });
-const opts = (now = new Date()) => ({
-  now,
-  respond: (id: number) => ({ status: 201, body: { id } }),
-  rememberError: (err: unknown) =>
-    (err as Error).message === "remember me" ? { status: 422, body: { error: { code: "x" } } } : undefined,
-});
+const opts = (now = new Date()) => ({ now, encode: (id: number) => ({ id }) });
 const insert = (note: string) => async (tx: Parameters<Parameters<typeof withIdempotency>[3]>[0]) => {
   const [row] = await tx<{ id: number }[]>`insert into things (note) values (${note}) returning id`;
   return row!.id;
@@ -42,10 +37,7 @@ describe("withIdempotency (API §9)", () => {
     const first = await withIdempotency(sql, r, opts(), insert(r.key));
     expect(first).toMatchObject({ replayed: false });
     const again = await withIdempotency(sql, r, opts(), insert(r.key));
-    expect(again).toEqual({
-      replayed: true,
-      response: { status: 201, body: { id: (first as { value: number }).value } },
-    });
+    expect(again).toEqual({ replayed: true, ok: { id: (first as { value: number }).value } });
     expect(await count(r.key)).toBe(1);
   });
 
@@ -77,7 +69,7 @@ describe("withIdempotency (API §9)", () => {
     await running;
     const t0 = Date.now();
     const err = await withIdempotency(sql, r, opts(), insert(r.key)).catch((e) => e);
-    expect(err).toBeInstanceOf(IdempotencyKeyError);
+    expect(err).toBeInstanceOf(DomainError);
     expect(err.code).toBe("idempotency_key_in_use");
     expect(Date.now() - t0).toBeLessThan(1000);
     release();
@@ -85,29 +77,42 @@ describe("withIdempotency (API §9)", () => {
     expect(await count(r.key)).toBe(1);
   });
 
-  it("API §9: a remembered failure rolls the work back, is stored, and replays", async () => {
+  it("API §9: a remembered failure (a 4xx) rolls the work back, is stored, and is thrown again, marked replayed", async () => {
     const r = req();
     const failing = async (tx: Parameters<ReturnType<typeof insert>>[0]) => {
       await insert(r.key)(tx);
-      throw new Error("remember me");
+      throw fail("invalid_reference", "no such pipeline", [{ path: "pipelineId", message: "unknown" }]);
     };
-    await expect(withIdempotency(sql, r, opts(), failing)).rejects.toThrow("remember me");
+    const first = await withIdempotency(sql, r, opts(), failing).catch((e) => e);
+    expect(first).toMatchObject({ code: "invalid_reference", replayed: false });
     expect(await count(r.key)).toBe(0);
-    const again = await withIdempotency(sql, r, opts(), insert(r.key));
-    expect(again).toEqual({ replayed: true, response: { status: 422, body: { error: { code: "x" } } } });
+    const again = await withIdempotency(sql, r, opts(), insert(r.key)).catch((e) => e);
+    expect(again).toBeInstanceOf(DomainError);
+    expect(again).toMatchObject({
+      code: "invalid_reference",
+      message: "no such pipeline",
+      details: [{ path: "pipelineId", message: "unknown" }],
+      replayed: true,
+    });
     expect(await count(r.key)).toBe(0);
   });
 
-  it("API §9: a failure that is not remembered (5xx, validation) keeps nothing: the retry runs", async () => {
-    const r = req();
-    await expect(
-      withIdempotency(sql, r, opts(), async () => {
-        throw new Error("boom");
-      }),
-    ).rejects.toThrow("boom");
-    const retry = await withIdempotency(sql, r, opts(), insert(r.key));
-    expect(retry.replayed).toBe(false);
-    expect(await count(r.key)).toBe(1);
+  it("API §9: a failure that is not remembered (5xx, validation_failed) keeps nothing: the retry runs", async () => {
+    for (const failure of [
+      new Error("boom"),
+      fail("unavailable", "down"),
+      fail("validation_failed", "bad"),
+    ]) {
+      const r = req();
+      await expect(
+        withIdempotency(sql, r, opts(), async () => {
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
+      const retry = await withIdempotency(sql, r, opts(), insert(r.key));
+      expect(retry.replayed).toBe(false);
+      expect(await count(r.key)).toBe(1);
+    }
   });
 
   it("API §9: after the 24 h retention the key is free again; the cleanup deletes expired keys", async () => {
@@ -131,21 +136,19 @@ describe("withIdempotency (API §9)", () => {
     );
     expect(await count(r.key)).toBe(1);
     for (const x of results)
-      if (x.status === "rejected")
-        expect((x.reason as IdempotencyKeyError).code).toBe("idempotency_key_in_use");
+      if (x.status === "rejected") expect((x.reason as DomainError).code).toBe("idempotency_key_in_use");
   });
 });
 
 describe("request fingerprint", () => {
-  it("API §9: canonical JSON sorts keys at every depth; method, path and body all count", () => {
+  it("API §9: canonical JSON sorts keys at every depth; the operation and the body both count", () => {
     expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
       '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
     );
-    const fp = requestFingerprint("POST", "/api/v1/opportunities", { a: 1, b: 2 });
-    expect(requestFingerprint("post", "/api/v1/opportunities", { b: 2, a: 1 })).toBe(fp);
-    expect(requestFingerprint("PUT", "/api/v1/opportunities", { a: 1, b: 2 })).not.toBe(fp);
-    expect(requestFingerprint("POST", "/api/v1/appointments", { a: 1, b: 2 })).not.toBe(fp);
-    expect(requestFingerprint("POST", "/api/v1/opportunities", { a: 1, b: 3 })).not.toBe(fp);
+    const fp = requestFingerprint("CreateOpportunity", { a: 1, b: 2 });
+    expect(requestFingerprint("CreateOpportunity", { b: 2, a: 1 })).toBe(fp);
+    expect(requestFingerprint("CreateAppointment", { a: 1, b: 2 })).not.toBe(fp);
+    expect(requestFingerprint("CreateOpportunity", { a: 1, b: 3 })).not.toBe(fp);
     expect(fp).toMatch(/^[0-9a-f]{64}$/);
   });
 });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { DomainError, type ErrorCode, type ErrorDetail, fail } from "@funil/errors";
 import { isUniqueViolation, type Sql, type TransactionSql } from "./client.js";
 
 /**
@@ -9,59 +10,66 @@ import { isUniqueViolation, type Sql, type TransactionSql } from "./client.js";
  * or neither does, so "created exactly once" is decided by the database.
  */
 
-/** What a client gets back: an HTTP status and a JSON body. */
-export interface StoredResponse {
-  status: number;
-  body: unknown;
-}
+/**
+ * What a key remembers: the result as the API shows it, or the failure. No
+ * HTTP here: the gateway answers a replay exactly as it answered the first.
+ */
+export type Remembered =
+  | { ok: unknown }
+  | { error: { code: ErrorCode; message: string; details?: ErrorDetail[] } };
 
 export interface IdempotencyRequest {
   workspaceId: string;
   key: string;
-  /** sha256 of method, path and canonical body (see requestFingerprint). */
+  /** What makes two requests "the same" (see requestFingerprint). */
   fingerprint: string;
 }
 
-export type IdempotencyConflict = "idempotency_key_in_use" | "idempotency_key_reused";
-
-/** The key is held by a request in flight, or was used for another request. */
-export class IdempotencyKeyError extends Error {
-  constructor(
-    readonly code: IdempotencyConflict,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-export type IdempotentResult<T> =
-  | { replayed: false; value: T }
-  | { replayed: true; response: StoredResponse };
+export type IdempotentResult<T> = { replayed: false; value: T } | { replayed: true; ok: unknown };
 
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Which failures a key remembers (API.md §9): every 4xx but 400
+ * validation_failed (nothing was attempted) and 409 idempotency_key_in_use;
+ * a 5xx, or any error that is not a domain error, is not remembered, so the
+ * request can be retried.
+ */
+export function rememberedFailure(err: unknown): Remembered | undefined {
+  if (!(err instanceof DomainError)) return undefined;
+  if (err.status >= 500 || err.code === "validation_failed" || err.code === "idempotency_key_in_use")
+    return undefined;
+  return {
+    error: err.details
+      ? { code: err.code, message: err.message, details: err.details }
+      : { code: err.code, message: err.message },
+  };
+}
+
+/** A remembered failure, thrown again on replay. */
+function replayedFailure(error: { code: ErrorCode; message: string; details?: ErrorDetail[] }) {
+  const err = fail(error.code, error.message, error.details);
+  err.replayed = true;
+  return err;
+}
 
 export interface IdempotencyOptions<T> {
   now: Date;
   retentionMs?: number;
-  /** The response remembered for a successful result. */
-  respond: (value: T) => StoredResponse;
-  /**
-   * The response remembered for a failure, or undefined when the failure must
-   * not be remembered (5xx, 400 validation_failed): then nothing of the
-   * request is kept and the key stays free for a retry.
-   */
-  rememberError: (err: unknown) => StoredResponse | undefined;
+  /** The result as the API shows it, remembered for a replay. */
+  encode: (value: T) => unknown;
 }
 
 /**
  * Runs `work` at most once per (workspace, key):
  * - first request: claims the key, runs the work in the same transaction and
  *   stores its response (success or a remembered failure) before committing;
- * - same key and fingerprint later, within the retention: the stored response,
- *   marked replayed;
- * - same key, another fingerprint: IdempotencyKeyError idempotency_key_reused;
+ * - same key and fingerprint later, within the retention: the remembered
+ *   result ({replayed: true, ok}), or the remembered failure thrown again
+ *   with `replayed` set;
+ * - same key, another fingerprint: idempotency_key_reused;
  * - same key while the first request's transaction is open:
- *   IdempotencyKeyError idempotency_key_in_use (no waiting).
+ *   idempotency_key_in_use (no waiting).
  * A transaction-scoped advisory lock on the key tells "in flight" apart
  * without blocking; the primary key of idempotency_keys is the final guard.
  */
@@ -84,36 +92,35 @@ export async function withIdempotency<T>(
         insert into idempotency_keys (workspace_id, key, fingerprint, status, created_at)
         values (${req.workspaceId}, ${req.key}, ${req.fingerprint}, 'in_flight', ${opts.now})
         on conflict (workspace_id, key) do update
-          set fingerprint = excluded.fingerprint, status = 'in_flight', response_status = null,
+          set fingerprint = excluded.fingerprint, status = 'in_flight',
               response_body = null, created_at = excluded.created_at
           where idempotency_keys.created_at < ${cutoff}
         returning 1`;
       if (claimed.length === 0) {
-        const [row] = await tx<
-          { fingerprint: string; status: string; responseStatus: number; responseBody: unknown }[]
-        >`
-          select fingerprint, status, response_status, response_body from idempotency_keys
+        const [row] = await tx<{ fingerprint: string; status: string; responseBody: Remembered }[]>`
+          select fingerprint, status, response_body from idempotency_keys
           where workspace_id = ${req.workspaceId} and key = ${req.key}`;
         if (row?.status !== "completed") throw inUse();
         if (row.fingerprint !== req.fingerprint)
-          throw new IdempotencyKeyError(
+          throw fail(
             "idempotency_key_reused",
             "this Idempotency-Key was already used for a request with another method, path or body",
           );
-        return { replayed: true, response: { status: row.responseStatus, body: row.responseBody } };
+        if ("error" in row.responseBody) throw replayedFailure(row.responseBody.error);
+        return { replayed: true, ok: row.responseBody.ok };
       }
-      let result: { value: T } | { failed: unknown; response: StoredResponse };
+      let result: { value: T } | { failed: unknown; remembered: Remembered };
       try {
         result = { value: (await tx.savepoint((sp) => work(sp))) as T };
       } catch (err) {
-        const response = opts.rememberError(err);
-        if (!response) throw err;
-        result = { failed: err, response };
+        const remembered = rememberedFailure(err);
+        if (!remembered) throw err;
+        result = { failed: err, remembered };
       }
-      const stored = "value" in result ? opts.respond(result.value) : result.response;
+      const stored: Remembered = "value" in result ? { ok: opts.encode(result.value) } : result.remembered;
       await tx`
         update idempotency_keys
-        set status = 'completed', response_status = ${stored.status}, response_body = ${tx.json(stored.body as never)}
+        set status = 'completed', response_body = ${tx.json(stored as never)}
         where workspace_id = ${req.workspaceId} and key = ${req.key}`;
       return "value" in result ? { replayed: false, value: result.value } : { failed: result.failed };
     });
@@ -127,7 +134,7 @@ export async function withIdempotency<T>(
 }
 
 function inUse() {
-  return new IdempotencyKeyError(
+  return fail(
     "idempotency_key_in_use",
     "a request with this Idempotency-Key is still being processed; retry later",
   );
@@ -172,9 +179,13 @@ export function canonicalJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
 }
 
-/** The fingerprint of a request: sha256 of method, path and canonical body. */
-export function requestFingerprint(method: string, path: string, body: unknown): string {
+/**
+ * The fingerprint of a request: sha256 of the operation and its canonical
+ * input, so a key reused for another operation or another body is told apart
+ * and key order never matters.
+ */
+export function requestFingerprint(operation: string, input: unknown): string {
   return createHash("sha256")
-    .update(`${method.toUpperCase()}\n${path}\n${canonicalJson(body ?? null)}`)
+    .update(`${operation}\n${canonicalJson(input ?? null)}`)
     .digest("hex");
 }

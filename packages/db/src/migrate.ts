@@ -38,6 +38,15 @@ const coreMigrations: Array<[string, string]> = [
     create index idempotency_keys_created_at on idempotency_keys (created_at);
     `,
   ],
+  [
+    // A key remembers the result or the failure, not an HTTP answer: {ok} or {error}.
+    "core:00003_idempotency_remembered",
+    `
+    update idempotency_keys set response_body = jsonb_build_object('ok', response_body)
+      where status = 'completed' and response_status < 300;
+    alter table idempotency_keys drop column response_status;
+    `,
+  ],
 ];
 
 /**

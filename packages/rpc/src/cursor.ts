@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { apiError } from "./errors.js";
-import { parseTimestamp } from "./time.js";
+import { fail } from "@funil/errors";
+import { parseTimestamp } from "@funil/schemas";
 
 /**
  * Opaque keyset cursors (API.md §4). A cursor names the list it belongs to
@@ -21,7 +21,7 @@ export function encodeCursor(list: string, filters: Record<string, unknown>, pos
   return Buffer.from(JSON.stringify({ l: list, f: digest(filters), p: position })).toString("base64url");
 }
 
-const bad = () => apiError("invalid_cursor", "cursor is invalid or was issued for other filters");
+const bad = () => fail("invalid_cursor", "cursor is invalid or was issued for other filters");
 
 /**
  * Returns the position, checked against `shape` (one entry per key: "string",
@@ -74,7 +74,7 @@ export async function keysetPage<R extends { id: string }>(opts: {
 }): Promise<{ rows: R[]; nextCursor: string | undefined }> {
   const limit = opts.limit === 0 ? opts.defaultLimit : opts.limit;
   if (!Number.isInteger(limit) || limit < 1 || limit > 500)
-    throw apiError("validation_failed", "limit must be between 1 and 500", [
+    throw fail("validation_failed", "limit must be between 1 and 500", [
       { path: "limit", message: "must be between 1 and 500" },
     ]);
   let after: [Date, string] | undefined;

@@ -2,6 +2,9 @@ export { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@co
 export * from "./client.js";
 export * from "./cursor.js";
 export * from "./errors.js";
+export * from "./fields.js";
+export * from "./health.js";
 export * from "./json.js";
 export * from "./server.js";
-export * from "./time.js";
+export * from "./service.js";
+export * from "./startup.js";

@@ -1,12 +1,22 @@
-import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescField,
+  type DescMessage,
+  type MessageInitShape,
+  type MessageShape,
+  ScalarType,
+} from "@bufbuild/protobuf";
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 function scalar(v: unknown): Json {
   if (typeof v === "bigint") return Number(v);
   if (v === undefined) return null;
   return v as Json;
 }
+
+const isJsonMessage = (m: DescMessage) =>
+  m.typeName === "google.protobuf.Struct" || m.typeName === "google.protobuf.Value";
 
 /**
  * A message as the public API shows it: camelCase keys, every field present,
@@ -27,11 +37,7 @@ export function toApiJson<D extends DescMessage>(schema: D, message: MessageShap
         break;
       case "message":
         if (value === undefined || value === null) out[field.jsonName] = null;
-        else if (
-          field.message.typeName === "google.protobuf.Struct" ||
-          field.message.typeName === "google.protobuf.Value"
-        )
-          out[field.jsonName] = value as Json;
+        else if (isJsonMessage(field.message)) out[field.jsonName] = value as Json;
         else out[field.jsonName] = toApiJson(field.message, value as never);
         break;
       case "map":
@@ -47,4 +53,59 @@ export function toApiJson<D extends DescMessage>(schema: D, message: MessageShap
     }
   }
   return out;
+}
+
+const is64 = (field: DescField) =>
+  (field.fieldKind === "scalar" || (field.fieldKind === "list" && field.listKind === "scalar")) &&
+  /INT64/.test(ScalarType[field.scalar as ScalarType]);
+
+/** The inverse of toApiJson: what a service remembered as API JSON, as the message again. */
+export function fromApiJson<D extends DescMessage>(schema: D, json: unknown): MessageShape<D> {
+  const source = (json ?? {}) as Record<string, unknown>;
+  const init: Record<string, unknown> = {};
+  for (const field of schema.fields) {
+    const value = source[field.jsonName];
+    if (value === null || value === undefined) continue;
+    if (field.fieldKind === "list")
+      init[field.localName] = (value as unknown[]).map((item) =>
+        field.listKind === "message"
+          ? fromApiJson(field.message, item)
+          : is64(field)
+            ? BigInt(item as number)
+            : item,
+      );
+    else if (field.fieldKind === "message")
+      init[field.localName] = isJsonMessage(field.message) ? value : fromApiJson(field.message, value);
+    else if (field.fieldKind === "map") init[field.localName] = value;
+    else init[field.localName] = is64(field) ? BigInt(value as number) : value;
+  }
+  return create(schema, init as MessageInitShape<D>);
+}
+
+/**
+ * A written record's wire forms, each computed at most once per record: the
+ * message for the reply and the API JSON for its event and for a remembered
+ * Idempotency-Key result. Whoever asks first pays; the others reuse it.
+ */
+export function wireOf<R extends object, D extends DescMessage>(
+  schema: D,
+  toProto: (r: R) => MessageShape<D>,
+) {
+  const cache = new WeakMap<R, { proto: MessageShape<D>; json?: Record<string, Json> }>();
+  const entry = (r: R) => {
+    let e = cache.get(r);
+    if (!e) {
+      e = { proto: toProto(r) };
+      cache.set(r, e);
+    }
+    return e;
+  };
+  return {
+    proto: (r: R) => entry(r).proto,
+    json: (r: R) => {
+      const e = entry(r);
+      e.json ??= toApiJson(schema, e.proto);
+      return e.json;
+    },
+  };
 }

@@ -82,6 +82,8 @@ export function createUnaryTransport(opts: {
           extra,
         );
         if (answer.status !== 200) throw errorOf(answer);
+        if (answer.headers["content-type"] !== "application/proto")
+          throw new ConnectError(`unexpected content-type ${answer.headers["content-type"]}`, Code.Internal);
         return {
           stream: false,
           service: method.parent,

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import { mergeCustomFields } from "./custom-fields.js";
+import { present } from "./text.js";
 
 /** The writable state of a contact. Empty strings are stored as null. */
 export interface ContactState {
@@ -83,8 +84,6 @@ export function fold(text: string): string {
 export function searchText(c: ContactState): string {
   return fold([c.name, c.email, c.phone, phoneDigits(c.phone), c.company].filter(Boolean).join(" "));
 }
-
-const present = (v: string | null | undefined): v is string => typeof v === "string" && v.trim() !== "";
 
 function uniqueTags(tags: string[]): string[] {
   return [...new Set(tags)];

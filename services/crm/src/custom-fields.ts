@@ -1,4 +1,4 @@
-import type { ErrorDetail } from "@funil/rpc";
+import type { ErrorDetail } from "@funil/errors";
 
 export type FieldType = "text" | "number" | "boolean" | "date" | "select";
 export interface FieldDefinition {

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { UTM_KEYS, type UtmKey } from "./contacts.js";
 import { mergeCustomFields } from "./custom-fields.js";
+import { nullIfBlank, present } from "./text.js";
 
 export type DealStatus = "open" | "won" | "lost";
 export const DEAL_STATUSES: readonly DealStatus[] = ["open", "won", "lost"];
@@ -87,9 +88,6 @@ export type DealEventType =
   | "opportunity.trashed"
   | "opportunity.restored";
 
-const present = (v: string | null | undefined): v is string => typeof v === "string" && v.trim() !== "";
-const orNull = (v: string | null | undefined) => (present(v) ? v : null);
-
 /**
  * A new deal (SPEC.md §4 Deals): status open, in `stageId` (the caller's, or
  * the pipeline's first stage), stageChangedAt = createdAt. `source` falls back
@@ -114,18 +112,18 @@ export function newDeal(input: DealInput, stageId: string, now: Date): DealState
     status: "open",
     valueCents: input.valueCents ?? 0,
     currency: present(input.currency) ? input.currency.toUpperCase() : DEFAULT_CURRENCY,
-    ownerUserId: orNull(input.ownerUserId),
-    temperature: orNull(input.temperature),
+    ownerUserId: nullIfBlank(input.ownerUserId),
+    temperature: nullIfBlank(input.temperature),
     tags: [...new Set(input.tags ?? [])],
     lossReason: null,
     expectedCloseAt: input.expectedCloseAt ?? null,
     wonAt: null,
     lostAt: null,
     customFields: { ...(input.customFields ?? {}) },
-    source: orNull(input.source) ?? orNull(input.utmSource),
+    source: nullIfBlank(input.source) ?? nullIfBlank(input.utmSource),
     utm,
-    origin: orNull(input.origin),
-    url: orNull(input.url),
+    origin: nullIfBlank(input.origin),
+    url: nullIfBlank(input.url),
     stageChangedAt: now,
   };
 }
@@ -147,7 +145,7 @@ export function applyDealPatch(
   if (patch.valueCents !== undefined) next.valueCents = patch.valueCents;
   if (patch.currency !== undefined) next.currency = patch.currency.toUpperCase();
   for (const f of ["ownerUserId", "temperature", "lossReason", "source"] as const) {
-    if (f in patch) next[f] = orNull(patch[f]);
+    if (f in patch) next[f] = nullIfBlank(patch[f]);
   }
   if ("expectedCloseAt" in patch) next.expectedCloseAt = patch.expectedCloseAt ?? null;
   if ("tags" in patch) next.tags = [...new Set(patch.tags ?? [])];

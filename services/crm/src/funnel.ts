@@ -1,4 +1,4 @@
-import type { ErrorDetail } from "@funil/rpc";
+import type { ErrorDetail } from "@funil/errors";
 
 /** [from, to) on createdAt; an absent bound is open. */
 export interface FunnelRange {

@@ -1,15 +1,5 @@
-import { loadConfig, runMain } from "@funil/config";
-import { startCrm } from "./app.js";
+import { runService } from "@funil/rpc";
 import { crmConfig } from "./config.js";
+import { start } from "./server.js";
 
-runMain(async () => {
-  const crm = await startCrm(loadConfig(crmConfig));
-  const stop = () => {
-    crm.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
-});
+runService(crmConfig, start);

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
+import { nullIfBlank } from "./text.js";
 
 /** The writable state of a task (SPEC.md §2 Task). */
 export interface TaskState {
@@ -29,9 +30,6 @@ export interface TaskChanges {
   completed?: boolean;
 }
 
-const present = (v: string | null | undefined): v is string => typeof v === "string" && v.trim() !== "";
-const orNull = (v: string | null | undefined) => (present(v) ? v : null);
-
 export function newTask(input: TaskChanges & { title: string }, now: Date): TaskState {
   return applyTaskPatch(
     {
@@ -57,7 +55,7 @@ export function applyTaskPatch(current: TaskState, patch: TaskChanges, now: Date
   const next: TaskState = { ...current };
   if (patch.title !== undefined) next.title = patch.title;
   for (const f of ["body", "contactId", "opportunityId", "assigneeUserId"] as const) {
-    if (f in patch) next[f] = orNull(patch[f]);
+    if (f in patch) next[f] = nullIfBlank(patch[f]);
   }
   if ("dueAt" in patch) next.dueAt = patch.dueAt ?? null;
   if (patch.completed === true && !current.completedAt) next.completedAt = now;

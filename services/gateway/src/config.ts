@@ -1,4 +1,13 @@
 import { baseEnv, port, z } from "@funil/config";
+import { SERVICES } from "@funil/contracts";
+
+/** `<NAME>_URL` of every backend service: where the gateway finds it (7001, 7002… by default). */
+const serviceUrls = Object.fromEntries(
+  Object.keys(SERVICES).map((name, i) => [
+    `${name.toUpperCase()}_URL`,
+    z.url().default(`http://127.0.0.1:${7001 + i}`),
+  ]),
+) as { [N in keyof typeof SERVICES as `${Uppercase<N>}_URL`]: z.ZodDefault<z.ZodURL> };
 
 export const gatewayConfig = baseEnv.extend({
   PORT: port.default(8080),
@@ -7,7 +16,7 @@ export const gatewayConfig = baseEnv.extend({
   AUTH_PORT: port.default(7100),
   AUTH_HOST: z.string().default("127.0.0.1"),
   ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
-  CRM_URL: z.url().default("http://127.0.0.1:7001"),
+  ...serviceUrls,
   /** Requests per key per window. */
   RATE_LIMIT_MAX: z.coerce.number().int().min(1).default(1200),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(100).default(60_000),
@@ -16,3 +25,7 @@ export const gatewayConfig = baseEnv.extend({
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
 });
 export type GatewayConfig = z.output<typeof gatewayConfig>;
+
+/** The URL of one backend service, from its `<NAME>_URL` setting. */
+export const serviceUrl = (config: GatewayConfig, name: keyof typeof SERVICES): string =>
+  (config as unknown as Record<string, string>)[`${name.toUpperCase()}_URL`]!;

@@ -1,22 +1,14 @@
 import { fileURLToPath } from "node:url";
 import { type Clock, createLogger, naming, systemClock } from "@funil/config";
-import {
-  ContactService,
-  CustomFieldService,
-  FunnelService,
-  MemberService,
-  NoteService,
-  OpportunityService,
-  PipelineService,
-  TaskService,
-} from "@funil/contracts";
+import { SERVICES } from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
-import { rpcClient, startRpcServer } from "@funil/rpc";
-import { Redis } from "ioredis";
+import { clientsOf, startRpcServer } from "@funil/rpc";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
-import type { GatewayConfig } from "./config.js";
+import { type GatewayConfig, serviceUrl } from "./config.js";
+import type { ServiceClients } from "./context.js";
 import { keyResolver } from "./key-cache.js";
+import { openRedis } from "./redis.js";
 import { keyStore } from "./store/keys.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -27,7 +19,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"));
   await migrate(sql, migrations);
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  const redis = openRedis(config.REDIS_URL, log);
   const store = keyStore(sql);
   const keys = keyResolver({
     store,
@@ -35,26 +27,15 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
     redis,
     channel: `funil:${config.FUNIL_ENV ?? "default"}:keys`,
   });
-  await keys.ready;
-  const timeout = config.UPSTREAM_TIMEOUT_MS;
-  const ctx = {
-    config,
-    clock,
-    sql,
-    redis,
-    keys,
-    keyStore: store,
-    crm: {
-      contacts: rpcClient(ContactService, config.CRM_URL, timeout),
-      customFields: rpcClient(CustomFieldService, config.CRM_URL, timeout),
-      members: rpcClient(MemberService, config.CRM_URL, timeout),
-      pipelines: rpcClient(PipelineService, config.CRM_URL, timeout),
-      opportunities: rpcClient(OpportunityService, config.CRM_URL, timeout),
-      funnel: rpcClient(FunnelService, config.CRM_URL, timeout),
-      tasks: rpcClient(TaskService, config.CRM_URL, timeout),
-      notes: rpcClient(NoteService, config.CRM_URL, timeout),
-    },
-  };
+  // Redis away at start must not keep the gateway down: the key cache then runs on its offline lifetime.
+  await Promise.race([keys.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
+  const clients = Object.fromEntries(
+    (Object.keys(SERVICES) as Array<keyof typeof SERVICES>).map((name) => [
+      name,
+      clientsOf(SERVICES[name], serviceUrl(config, name), config.UPSTREAM_TIMEOUT_MS),
+    ]),
+  ) as ServiceClients;
+  const ctx = { ...clients, config, clock, sql, redis, keys, keyStore: store };
   const app = await buildApp(ctx);
   const auth = await startRpcServer({
     port: config.AUTH_PORT,
@@ -74,6 +55,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
       await app.close();
       await auth.close();
       await keys.close();
+      redis.removeAllListeners("close");
       redis.disconnect();
       await sql.end({ timeout: 5 });
     },

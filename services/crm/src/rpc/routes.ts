@@ -1,15 +1,6 @@
-import type { ConnectRouter } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
-import {
-  ContactService,
-  CustomFieldService,
-  FunnelService,
-  MemberService,
-  NoteService,
-  OpportunityService,
-  PipelineService,
-  TaskService,
-} from "@funil/contracts";
+import { SERVICES } from "@funil/contracts";
+import { routesOf } from "@funil/rpc";
 import type { ContactStore } from "../store/contacts.js";
 import type { CustomFieldStore } from "../store/custom-fields.js";
 import type { DealStore } from "../store/deals.js";
@@ -19,9 +10,13 @@ import type { NoteStore } from "../store/notes.js";
 import type { PipelineStore } from "../store/pipelines.js";
 import type { TaskStore } from "../store/tasks.js";
 import { contactService } from "./contacts.js";
-import { funnelService, opportunityService, pipelineService } from "./deals.js";
-import { noteService, taskService } from "./tasks.js";
-import { customFieldService, memberService } from "./workspace.js";
+import { customFieldService } from "./custom-fields.js";
+import { funnelService } from "./funnel.js";
+import { memberService } from "./members.js";
+import { noteService } from "./notes.js";
+import { opportunityService } from "./opportunities.js";
+import { pipelineService } from "./pipelines.js";
+import { taskService } from "./tasks.js";
 
 export interface CrmDeps {
   contacts: ContactStore;
@@ -35,15 +30,16 @@ export interface CrmDeps {
   clock: Clock;
 }
 
+/** crm's entry of SERVICES, implemented: every Connect service it serves. */
 export function routes(deps: CrmDeps) {
-  return (router: ConnectRouter) => {
-    router.service(ContactService, contactService(deps));
-    router.service(CustomFieldService, customFieldService(deps));
-    router.service(MemberService, memberService(deps));
-    router.service(PipelineService, pipelineService(deps));
-    router.service(OpportunityService, opportunityService(deps));
-    router.service(FunnelService, funnelService(deps));
-    router.service(TaskService, taskService(deps));
-    router.service(NoteService, noteService(deps));
-  };
+  return routesOf(SERVICES.crm, {
+    contacts: contactService(deps),
+    customFields: customFieldService(deps),
+    members: memberService(deps),
+    pipelines: pipelineService(deps),
+    opportunities: opportunityService(deps),
+    funnel: funnelService(deps),
+    tasks: taskService(deps),
+    notes: noteService(deps),
+  });
 }

@@ -1,5 +1,5 @@
 import { isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
-import { apiError } from "@funil/rpc";
+import { fail } from "@funil/errors";
 import {
   applyPatch,
   type ContactChanges,
@@ -164,9 +164,9 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
         });
       } catch (err) {
         if (isUniqueViolation(err, "contacts_phone_unique"))
-          throw apiError("contact_conflict", "another contact already has this phone");
+          throw fail("contact_conflict", "another contact already has this phone");
         if (isUniqueViolation(err, "contacts_email_unique"))
-          throw apiError("contact_conflict", "another contact already has this e-mail");
+          throw fail("contact_conflict", "another contact already has this e-mail");
         throw err;
       }
     },

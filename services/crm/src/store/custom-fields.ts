@@ -1,5 +1,5 @@
 import { isUniqueViolation, newId, type Sql } from "@funil/db";
-import { apiError } from "@funil/rpc";
+import { fail } from "@funil/errors";
 import type { FieldType } from "../custom-fields.js";
 
 export interface CustomFieldRecord {
@@ -30,7 +30,7 @@ export function customFieldStore(sql: Sql) {
         return row!;
       } catch (err) {
         if (isUniqueViolation(err))
-          throw apiError(
+          throw fail(
             "conflict",
             `a ${def.entity} custom field with fieldKey "${def.fieldKey}" already exists`,
           );

@@ -1,12 +1,5 @@
-import {
-  type IdempotencyRequest,
-  newId,
-  type Sql,
-  type StoredResponse,
-  type TransactionSql,
-  withIdempotency,
-} from "@funil/db";
-import { notFound } from "@funil/rpc";
+import { type IdempotencyRequest, newId, type Sql, type TransactionSql, withIdempotency } from "@funil/db";
+import { invalidReference, notFound } from "@funil/errors";
 import {
   applyDealPatch,
   type DealChanges,
@@ -18,7 +11,7 @@ import {
   newDeal,
 } from "../deals.js";
 import type { PipelineStore } from "./pipelines.js";
-import { checkReferences, invalidReference, mapWriteError, type Reference } from "./references.js";
+import { checkReferences, mapWriteError, type Reference } from "./references.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
 export type EmitDealEvent = (tx: TransactionSql, type: DealEventType, deal: DealRecord) => Promise<void>;
@@ -183,12 +176,9 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
       request: IdempotencyRequest,
       input: DealInput,
       now: Date,
-      opts: {
-        respond: (deal: DealRecord) => StoredResponse;
-        rememberError: (err: unknown) => StoredResponse | undefined;
-      },
+      encode: (deal: DealRecord) => unknown,
     ) {
-      return withIdempotency(sql, request, { now, ...opts }, (tx) =>
+      return withIdempotency(sql, request, { now, encode }, (tx) =>
         createIn(tx, request.workspaceId, input, now),
       );
     },

@@ -1,8 +1,8 @@
 import { writeFileSync } from "node:fs";
-import { loadConfig } from "@funil/config";
+import { loadConfig, systemClock } from "@funil/config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startCrm } from "../app.js";
 import { crmConfig } from "../config.js";
+import { start } from "../server.js";
 import { dealStore } from "./deals.js";
 import { funnelStore } from "./funnel.js";
 import { pipelineStore } from "./pipelines.js";
@@ -14,18 +14,19 @@ import { taskStore } from "./tasks.js";
  * tasks spread over 51 workspaces. `EXPLAIN_OUT=bench/EXPLAIN.md` writes the
  * plans down.
  */
-let crm: Awaited<ReturnType<typeof startCrm>>;
+let crm: Awaited<ReturnType<typeof start>>;
 const WS = "ws_explain";
 const noop = async () => {};
 
 beforeAll(async () => {
-  crm = await startCrm(
+  crm = await start(
     loadConfig(crmConfig, {
       ...process.env,
       FUNIL_ENV: `${process.env.FUNIL_TEST_ENV}_deals`,
       CRM_PORT: "0",
       LOG_LEVEL: "warn",
     }),
+    systemClock,
   );
   const sql = crm.sql;
   await sql.begin(async (tx) => {

@@ -1,5 +1,5 @@
 import { isUniqueViolation, newId, type Sql } from "@funil/db";
-import { apiError } from "@funil/rpc";
+import { fail } from "@funil/errors";
 
 export interface MemberRecord {
   id: string;
@@ -10,7 +10,7 @@ export interface MemberRecord {
   createdAt: Date;
 }
 
-const conflict = () => apiError("conflict", "a member with this e-mail already exists in the workspace");
+const conflict = () => fail("conflict", "a member with this e-mail already exists in the workspace");
 
 export function memberStore(sql: Sql) {
   return {

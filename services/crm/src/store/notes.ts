@@ -1,5 +1,6 @@
 import { newId, type Sql, type TransactionSql } from "@funil/db";
-import { checkReferences, invalidReference, mapWriteError, type Reference } from "./references.js";
+import { invalidReference } from "@funil/errors";
+import { checkReferences, mapWriteError, type Reference } from "./references.js";
 
 export interface NoteRecord {
   id: string;

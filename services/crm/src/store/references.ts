@@ -1,5 +1,5 @@
 import { isForeignKeyViolation, type TransactionSql } from "@funil/db";
-import { apiError, type ErrorDetail } from "@funil/rpc";
+import { type ErrorDetail, invalidReference } from "@funil/errors";
 
 export type ReferenceKind = "contact" | "pipeline" | "opportunity" | "member";
 
@@ -38,10 +38,6 @@ export async function checkReferences(
     .filter((_, i) => found[i]!.length === 0)
     .map((ref) => ({ path: ref.path, message: `no ${ref.kind} ${ref.id} in this workspace` }));
   if (problems.length > 0) throw invalidReference(problems);
-}
-
-export function invalidReference(problems: ErrorDetail[]) {
-  return apiError("invalid_reference", problems.map((p) => `${p.path}: ${p.message}`).join("; "), problems);
 }
 
 /** A race the checks could not see (the foreign keys decide): still a 422, never a 500. */

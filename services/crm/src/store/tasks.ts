@@ -1,5 +1,5 @@
 import { newId, type Sql, type TransactionSql } from "@funil/db";
-import { notFound } from "@funil/rpc";
+import { invalidReference, notFound } from "@funil/errors";
 import {
   applyTaskPatch,
   newTask,
@@ -8,7 +8,7 @@ import {
   type TaskRecord,
   type TaskState,
 } from "../tasks.js";
-import { checkReferences, invalidReference, mapWriteError, type Reference } from "./references.js";
+import { checkReferences, mapWriteError, type Reference } from "./references.js";
 
 export type EmitTaskEvent = (
   tx: TransactionSql,

@@ -1,17 +1,33 @@
-import { describeError } from "@funil/rpc";
-import type { FastifyError, FastifyInstance } from "fastify";
+import { DomainError } from "@funil/errors";
+import {
+  ConnectError,
+  causeOf,
+  type DescribedError,
+  describeError,
+  UNAVAILABLE_RETRY_AFTER_S,
+} from "@funil/rpc";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
-
-const CONTEXT: Record<string, string> = {
-  querystring: "query",
-  body: "body",
-  params: "path",
-  headers: "headers",
-};
 
 export function errorBody(code: string, message: string, details?: Array<{ path: string; message: string }>) {
   return { error: details ? { code, message, details } : { code, message } };
+}
+
+/**
+ * An outage's 503 is one warn line per request without a stack, and tells the
+ * client when to retry; any other 5xx is a bug: an error line with its stack
+ * (the request id comes with req.log).
+ */
+function answer(req: FastifyRequest, reply: FastifyReply, err: unknown) {
+  const described: DescribedError = describeError(err);
+  if (described.code === "unavailable") {
+    req.log.warn({ cause: causeOf(err) }, "upstream unavailable");
+    reply.header("retry-after", String(UNAVAILABLE_RETRY_AFTER_S));
+  } else if (described.status >= 500) {
+    req.log.error({ err }, "request failed");
+  }
+  if (described.replayed) reply.header("idempotent-replayed", "true");
+  return reply.code(described.status).send(errorBody(described.code, described.message, described.details));
 }
 
 /**
@@ -20,26 +36,7 @@ export function errorBody(code: string, message: string, details?: Array<{ path:
  */
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    if (hasZodFastifySchemaValidationErrors(err)) {
-      const where = CONTEXT[(err as { validationContext?: string }).validationContext ?? ""] ?? "request";
-      const details = err.validation.flatMap((v) => {
-        const base = [where, ...v.instancePath.split("/").filter(Boolean)];
-        const unknown = (v.params as { keys?: string[] }).keys;
-        // An unknown field is named by its own path, so a client sees which one.
-        if (v.keyword === "unrecognized_keys" && unknown)
-          return unknown.map((k) => ({ path: [...base, k].join("."), message: "unknown field" }));
-        return [{ path: base.join("."), message: v.message ?? "invalid" }];
-      });
-      return reply
-        .code(400)
-        .send(
-          errorBody(
-            "validation_failed",
-            `invalid ${where}: ${details[0]?.path} ${details[0]?.message}`,
-            details,
-          ),
-        );
-    }
+    if (err instanceof DomainError || err instanceof ConnectError) return answer(req, reply, err);
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
       return reply
         .code(415)
@@ -52,9 +49,7 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
       // Fastify's own 4xx (malformed JSON, empty body with a JSON content type…).
       return reply.code(400).send(errorBody("validation_failed", err.message));
     }
-    const described = describeError(err);
-    if (described.status >= 500) req.log.error({ err }, "request failed");
-    return reply.code(described.status).send(errorBody(described.code, described.message, described.details));
+    return answer(req, reply, err);
   });
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send(errorBody("not_found", `no route ${req.method} ${req.url.split("?")[0]}`));

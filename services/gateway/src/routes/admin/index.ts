@@ -1,13 +1,20 @@
-import { notFound } from "@funil/rpc";
+import { CustomFieldSchema, MemberSchema, PipelineSchema } from "@funil/contracts";
+import { notFound } from "@funil/errors";
+import { toApiJson } from "@funil/rpc";
+import {
+  createCustomFieldBody,
+  createMemberBody,
+  createPipelineBody,
+  patchMemberBody,
+  z,
+} from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
 import { errorBody } from "../../plugins/errors.js";
 import { errorResponses } from "../../schemas/common.js";
-import { createPipelineBody, pipeline } from "../../schemas/pipelines.js";
+import { customField, member, pipeline } from "../../schemas/responses.js";
 import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
-import { customField, customFieldJson, member, memberJson } from "../v1/workspace.js";
 
 const workspace = z.object({
   id: z.string(),
@@ -167,19 +174,14 @@ export const adminRoutes =
         schema: {
           tags: ["admin"],
           params: wsParam,
-          body: z.strictObject({
-            name: z.string().min(1).max(200),
-            email: z.email().max(200),
-            role: z.string().min(1).max(60),
-            active: z.boolean().optional(),
-          }),
+          body: createMemberBody,
           response: { 201: member, ...errors },
         },
       },
       async (req, reply) => {
         await mustWorkspace(req.params.ws);
         const res = await ctx.crm.members.createMember({ workspaceId: req.params.ws, ...req.body });
-        return reply.code(201).send(memberJson(res.member));
+        return reply.code(201).send(toApiJson(MemberSchema, res.member!));
       },
     );
 
@@ -189,11 +191,7 @@ export const adminRoutes =
         schema: {
           tags: ["admin"],
           params: z.strictObject({ ws: z.string().min(1).max(100), id: z.string().min(1).max(100) }),
-          body: z.strictObject({
-            name: z.string().min(1).max(200).optional(),
-            role: z.string().min(1).max(60).optional(),
-            active: z.boolean().optional(),
-          }),
+          body: patchMemberBody,
           response: { 200: member, ...errors },
         },
       },
@@ -204,7 +202,7 @@ export const adminRoutes =
           id: req.params.id,
           ...req.body,
         });
-        return memberJson(res.member);
+        return toApiJson(MemberSchema, res.member!);
       },
     );
 
@@ -214,15 +212,7 @@ export const adminRoutes =
         schema: {
           tags: ["admin"],
           params: wsParam,
-          body: z.strictObject({
-            entity: z.enum(["contact", "opportunity"]),
-            fieldKey: z
-              .string()
-              .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "a letter, then letters, digits or _ (64 at most)"),
-            label: z.string().min(1).max(200),
-            type: z.enum(["text", "number", "boolean", "date", "select"]),
-            options: z.array(z.string().min(1).max(200)).max(200).optional(),
-          }),
+          body: createCustomFieldBody,
           response: { 201: customField, ...errors },
         },
       },
@@ -233,7 +223,7 @@ export const adminRoutes =
           ...req.body,
           options: req.body.options ?? [],
         });
-        return reply.code(201).send(customFieldJson(res.customField));
+        return reply.code(201).send(toApiJson(CustomFieldSchema, res.customField!));
       },
     );
 
@@ -255,12 +245,7 @@ export const adminRoutes =
           name: req.body.name,
           stageNames: req.body.stages.map((s) => s.name),
         });
-        const p = res.pipeline!;
-        return reply.code(201).send({
-          id: p.id,
-          name: p.name,
-          stages: p.stages.map((s) => ({ id: s.id, name: s.name, position: s.position })),
-        });
+        return reply.code(201).send(toApiJson(PipelineSchema, res.pipeline!));
       },
     );
   };

@@ -1,29 +1,16 @@
 import { type Contact, ContactFieldsSchema, ContactSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
+import { messageOf, toApiJson } from "@funil/rpc";
+import { idParam, listContactsQuery, patchContactBody, upsertContactBody } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponses, idParam } from "../../schemas/common.js";
-import {
-  contact,
-  contactDetail,
-  contactList,
-  listContactsQuery,
-  patchContactBody,
-  upsertContactBody,
-} from "../../schemas/contacts.js";
-import { setClearFields, stringList } from "./fields.js";
+import { errorResponses } from "../../schemas/common.js";
+import { contact, contactDetail, page } from "../../schemas/responses.js";
 
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };
 const errors = errorResponses(400, 401, 403, 404, 409);
 
-export const contactJson = (c: Contact | undefined) =>
-  toApiJson(ContactSchema, c!) as z.infer<typeof contact>;
-
-/** Upsert ignores the nulls (crm drops them); PATCH clears with them. */
-const toFields = (body: z.infer<typeof patchContactBody>) =>
-  setClearFields(ContactFieldsSchema, body, { tags: stringList });
+const json = (res: { contact?: Contact }) => toApiJson(ContactSchema, res.contact!);
 
 export const contactRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
@@ -36,7 +23,7 @@ export const contactRoutes =
           tags: ["contacts"],
           summary: "List contacts",
           querystring: listContactsQuery,
-          response: { 200: contactList, ...errors },
+          response: { 200: page(contact), ...errors },
         },
       },
       async (req) => {
@@ -44,7 +31,7 @@ export const contactRoutes =
           workspaceId: req.caller.workspaceId,
           ...req.query,
         });
-        return { data: res.data.map(contactJson), nextCursor: res.nextCursor ?? null };
+        return { data: res.data.map((c) => toApiJson(ContactSchema, c)), nextCursor: res.nextCursor ?? null };
       },
     );
 
@@ -65,7 +52,7 @@ export const contactRoutes =
           id: req.params.id,
         });
         // Human touches come from the timeline service, which has its own issue: null until it exists.
-        return { ...contactJson(res.contact), firstHumanTouchAt: null, lastHumanTouchAt: null };
+        return { ...json(res), firstHumanTouchAt: null, lastHumanTouchAt: null };
       },
     );
 
@@ -83,9 +70,9 @@ export const contactRoutes =
       async (req, reply) => {
         const res = await ctx.crm.contacts.upsertContact({
           workspaceId: req.caller.workspaceId,
-          fields: toFields(req.body),
+          fields: messageOf(ContactFieldsSchema, req.body),
         });
-        return reply.code(res.created ? 201 : 200).send(contactJson(res.contact));
+        return reply.code(res.created ? 201 : 200).send(json(res));
       },
     );
 
@@ -101,14 +88,14 @@ export const contactRoutes =
           response: { 200: contact, ...errors },
         },
       },
-      async (req) => {
-        const res = await ctx.crm.contacts.updateContact({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          fields: toFields(req.body),
-        });
-        return contactJson(res.contact);
-      },
+      async (req) =>
+        json(
+          await ctx.crm.contacts.updateContact({
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+            fields: messageOf(ContactFieldsSchema, req.body),
+          }),
+        ),
     );
 
     for (const action of ["archive", "unarchive"] as const) {
@@ -128,11 +115,11 @@ export const contactRoutes =
         },
         async (req) => {
           const input = { workspaceId: req.caller.workspaceId, id: req.params.id };
-          const res =
+          return json(
             action === "archive"
               ? await ctx.crm.contacts.archiveContact(input)
-              : await ctx.crm.contacts.unarchiveContact(input);
-          return contactJson(res.contact);
+              : await ctx.crm.contacts.unarchiveContact(input),
+          );
         },
       );
     }

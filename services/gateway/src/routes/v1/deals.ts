@@ -1,44 +1,21 @@
-import { create } from "@bufbuild/protobuf";
 import {
   type Opportunity,
   OpportunityFieldsSchema,
   OpportunityInputSchema,
   OpportunitySchema,
 } from "@funil/contracts";
-import { requestFingerprint } from "@funil/db";
-import { toApiJson } from "@funil/rpc";
+import { messageOf, REPLAYED_HEADER, toApiJson } from "@funil/rpc";
+import { createDealBody, idempotencyKey, idParam, listDealsQuery, patchDealBody, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponses, idParam } from "../../schemas/common.js";
-import {
-  createDealBody,
-  deal,
-  dealDetail,
-  dealList,
-  idempotencyKey,
-  listDealsQuery,
-  patchDealBody,
-} from "../../schemas/deals.js";
-import { setClearFields, stringList } from "./fields.js";
+import { errorResponses } from "../../schemas/common.js";
+import { deal, dealDetail, page } from "../../schemas/responses.js";
 
 const read = { scopes: ["opportunities.read"] };
 const write = { scopes: ["opportunities.write"] };
 const errors = errorResponses(400, 401, 403, 404, 409, 422);
 
-export const dealJson = (d: Opportunity | undefined) =>
-  toApiJson(OpportunitySchema, d!) as z.infer<typeof deal>;
-
-/** Drops the nulls a client may send for "not given" on create. */
-function given<T extends Record<string, unknown>>(body: T) {
-  return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null && v !== undefined)) as {
-    [K in keyof T]?: Exclude<T[K], null>;
-  };
-}
-
-/** The PATCH body as the proto's set / clear / absent triple; money travels as int64. */
-const toFields = (body: z.infer<typeof patchDealBody>) =>
-  setClearFields(OpportunityFieldsSchema, body, { tags: stringList, valueCents: (v: number) => BigInt(v) });
+const json = (res: { opportunity?: Opportunity }) => toApiJson(OpportunitySchema, res.opportunity!);
 
 export const dealRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
@@ -55,7 +32,7 @@ export const dealRoutes =
             "match only won/lost deals. Trashed deals are never listed. Items do not carry firstHumanTouchAt, " +
             "lastHumanTouchAt or lastActivityAt (single read only).",
           querystring: listDealsQuery,
-          response: { 200: dealList, ...errors },
+          response: { 200: page(deal), ...errors },
         },
       },
       async (req) => {
@@ -63,7 +40,10 @@ export const dealRoutes =
           workspaceId: req.caller.workspaceId,
           ...req.query,
         });
-        return { data: res.data.map(dealJson), nextCursor: res.nextCursor ?? null };
+        return {
+          data: res.data.map((d) => toApiJson(OpportunitySchema, d)),
+          nextCursor: res.nextCursor ?? null,
+        };
       },
     );
 
@@ -85,12 +65,7 @@ export const dealRoutes =
         });
         // Touches and last activity come from the timeline service, which has its own issue:
         // null ("not happened yet") until it exists.
-        return {
-          ...dealJson(res.opportunity),
-          firstHumanTouchAt: null,
-          lastHumanTouchAt: null,
-          lastActivityAt: null,
-        };
+        return { ...json(res), firstHumanTouchAt: null, lastHumanTouchAt: null, lastActivityAt: null };
       },
     );
 
@@ -108,31 +83,23 @@ export const dealRoutes =
             "With an Idempotency-Key, a repeat of the same request within 24 h replays the first response " +
             "(header idempotent-replayed: true); another body under the same key is 422 " +
             "idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.",
-          headers: z.object({ "idempotency-key": idempotencyKey }),
+          headers: z.object({ "idempotency-key": idempotencyKey.optional() }),
           body: createDealBody,
           response: { 201: deal, ...errors },
         },
       },
       async (req, reply) => {
-        const key = req.headers["idempotency-key"];
-        const b = given(req.body);
-        const res = await ctx.crm.opportunities.createOpportunity({
-          workspaceId: req.caller.workspaceId,
-          input: create(OpportunityInputSchema, {
-            ...b,
-            valueCents: b.valueCents === undefined ? undefined : BigInt(b.valueCents),
-            customFields: b.customFields as never,
-          }),
-          idempotencyKey: key,
-          fingerprint:
-            key === undefined ? undefined : requestFingerprint("POST", req.url.split("?")[0]!, req.body),
-        });
-        if (res.replayed)
-          return reply
-            .code(res.status)
-            .header("idempotent-replayed", "true")
-            .send(res.body as never);
-        return reply.code(201).send(dealJson(res.opportunity));
+        let replayed = false;
+        const res = await ctx.crm.opportunities.createOpportunity(
+          {
+            workspaceId: req.caller.workspaceId,
+            input: messageOf(OpportunityInputSchema, req.body),
+            idempotencyKey: req.headers["idempotency-key"],
+          },
+          { onHeader: (headers) => (replayed = headers.get(REPLAYED_HEADER) === "true") },
+        );
+        if (replayed) reply.header("idempotent-replayed", "true");
+        return reply.code(201).send(json(res));
       },
     );
 
@@ -151,14 +118,14 @@ export const dealRoutes =
           response: { 200: deal, ...errors },
         },
       },
-      async (req) => {
-        const res = await ctx.crm.opportunities.updateOpportunity({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          fields: toFields(req.body),
-        });
-        return dealJson(res.opportunity);
-      },
+      async (req) =>
+        json(
+          await ctx.crm.opportunities.updateOpportunity({
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+            fields: messageOf(OpportunityFieldsSchema, req.body),
+          }),
+        ),
     );
 
     app.delete(
@@ -192,12 +159,12 @@ export const dealRoutes =
           response: { 200: deal, ...errors },
         },
       },
-      async (req) => {
-        const res = await ctx.crm.opportunities.restoreOpportunity({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-        });
-        return dealJson(res.opportunity);
-      },
+      async (req) =>
+        json(
+          await ctx.crm.opportunities.restoreOpportunity({
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+          }),
+        ),
     );
   };

@@ -1,10 +1,10 @@
 import { FunnelSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
+import { funnelQuery } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
-import { funnel, funnelQuery } from "../../schemas/funnel.js";
+import { funnel } from "../../schemas/responses.js";
 
 const errors = errorResponses(400, 401, 403, 422);
 
@@ -29,7 +29,7 @@ export const funnelRoutes =
       },
       async (req) => {
         const res = await ctx.crm.funnel.getFunnel({ workspaceId: req.caller.workspaceId, ...req.query });
-        return toApiJson(FunnelSchema, res.funnel!) as z.infer<typeof funnel>;
+        return toApiJson(FunnelSchema, res.funnel!);
       },
     );
   };

@@ -1,10 +1,10 @@
-import { NoteSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
+import { CreateNoteRequestSchema, NoteSchema } from "@funil/contracts";
+import { messageOf, toApiJson } from "@funil/rpc";
+import { createNoteBody } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
-import { createNoteBody, note } from "../../schemas/notes.js";
+import { note } from "../../schemas/responses.js";
 
 const errors = errorResponses(400, 401, 403, 422);
 
@@ -24,13 +24,10 @@ export const noteRoutes =
       },
       async (req, reply) => {
         const res = await ctx.crm.notes.createNote({
+          ...messageOf(CreateNoteRequestSchema, req.body),
           workspaceId: req.caller.workspaceId,
-          contactId: req.body.contactId,
-          opportunityId: req.body.opportunityId ?? undefined,
-          body: req.body.body,
-          userId: req.body.userId,
         });
-        return reply.code(201).send(toApiJson(NoteSchema, res.note!) as z.infer<typeof note>);
+        return reply.code(201).send(toApiJson(NoteSchema, res.note!));
       },
     );
   };

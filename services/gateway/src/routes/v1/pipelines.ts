@@ -1,7 +1,9 @@
+import { PipelineSchema } from "@funil/contracts";
+import { toApiJson } from "@funil/rpc";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
-import { pipelineList } from "../../schemas/pipelines.js";
+import { page, pipeline } from "../../schemas/responses.js";
 
 const errors = errorResponses(401, 403);
 
@@ -15,19 +17,12 @@ export const pipelineRoutes =
         schema: {
           tags: ["opportunities"],
           summary: "List pipelines with their stages in order (every stage is an open stage)",
-          response: { 200: pipelineList, ...errors },
+          response: { 200: page(pipeline), ...errors },
         },
       },
       async (req) => {
         const res = await ctx.crm.pipelines.listPipelines({ workspaceId: req.caller.workspaceId });
-        return {
-          data: res.data.map((p) => ({
-            id: p.id,
-            name: p.name,
-            stages: p.stages.map((s) => ({ id: s.id, name: s.name, position: s.position })),
-          })),
-          nextCursor: null,
-        };
+        return { data: res.data.map((p) => toApiJson(PipelineSchema, p)), nextCursor: null };
       },
     );
   };

@@ -1,22 +1,14 @@
 import { type Task, TaskFieldsSchema, TaskSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
+import { messageOf, toApiJson } from "@funil/rpc";
+import { createTaskBody, idParam, listTasksQuery, patchTaskBody } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import type { z } from "zod";
 import type { GatewayContext } from "../../context.js";
-import { errorResponses, idParam } from "../../schemas/common.js";
-import { createTaskBody, listTasksQuery, patchTaskBody, task, taskList } from "../../schemas/tasks.js";
-import { setClearFields } from "./fields.js";
+import { errorResponses } from "../../schemas/common.js";
+import { page, task } from "../../schemas/responses.js";
 
 const errors = errorResponses(400, 401, 403, 404, 422);
 
-const taskJson = (t: Task | undefined) => toApiJson(TaskSchema, t!) as z.infer<typeof task>;
-
-/** A body as the proto's set / clear / absent triple (null clears on PATCH, means "not given" on create). */
-function toFields(body: z.infer<typeof patchTaskBody>, opts: { create: boolean }) {
-  const fields = setClearFields(TaskFieldsSchema, body);
-  if (opts.create) fields.clear = [];
-  return fields;
-}
+const json = (res: { task?: Task }) => toApiJson(TaskSchema, res.task!);
 
 export const taskRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
@@ -29,7 +21,7 @@ export const taskRoutes =
           tags: ["tasks"],
           summary: "List tasks (keyset: createdAt, id); open=true: not completed, open=false: completed",
           querystring: listTasksQuery,
-          response: { 200: taskList, ...errors },
+          response: { 200: page(task), ...errors },
         },
       },
       async (req) => {
@@ -39,7 +31,7 @@ export const taskRoutes =
           ...rest,
           open: open === undefined ? undefined : open === "true",
         });
-        return { data: res.data.map(taskJson), nextCursor: res.nextCursor ?? null };
+        return { data: res.data.map((t) => toApiJson(TaskSchema, t)), nextCursor: res.nextCursor ?? null };
       },
     );
 
@@ -57,9 +49,9 @@ export const taskRoutes =
       async (req, reply) => {
         const res = await ctx.crm.tasks.createTask({
           workspaceId: req.caller.workspaceId,
-          fields: toFields(req.body, { create: true }),
+          fields: messageOf(TaskFieldsSchema, req.body),
         });
-        return reply.code(201).send(taskJson(res.task));
+        return reply.code(201).send(json(res));
       },
     );
 
@@ -75,13 +67,13 @@ export const taskRoutes =
           response: { 200: task, ...errors },
         },
       },
-      async (req) => {
-        const res = await ctx.crm.tasks.updateTask({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          fields: toFields(req.body, { create: false }),
-        });
-        return taskJson(res.task);
-      },
+      async (req) =>
+        json(
+          await ctx.crm.tasks.updateTask({
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+            fields: messageOf(TaskFieldsSchema, req.body),
+          }),
+        ),
     );
   };

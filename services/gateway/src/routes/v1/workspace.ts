@@ -1,36 +1,10 @@
-import { type CustomField, CustomFieldSchema, type Member, MemberSchema } from "@funil/contracts";
+import { CustomFieldSchema, MemberSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
+import { listCustomFieldsQuery } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { z } from "zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
-
-export const customField = z
-  .object({
-    id: z.string(),
-    entity: z.enum(["contact", "opportunity"]),
-    fieldKey: z.string(),
-    label: z.string(),
-    type: z.enum(["text", "number", "boolean", "date", "select"]),
-    options: z.array(z.string()),
-    createdAt: z.string(),
-  })
-  .meta({ id: "CustomField" });
-
-export const member = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    email: z.string(),
-    role: z.string(),
-    active: z.boolean(),
-    createdAt: z.string(),
-  })
-  .meta({ id: "Member" });
-
-export const customFieldJson = (f: CustomField | undefined) =>
-  toApiJson(CustomFieldSchema, f!) as z.infer<typeof customField>;
-export const memberJson = (m: Member | undefined) => toApiJson(MemberSchema, m!) as z.infer<typeof member>;
+import { customField, member, page } from "../../schemas/responses.js";
 
 const errors = errorResponses(400, 401, 403);
 
@@ -44,8 +18,8 @@ export const workspaceRoutes =
         schema: {
           tags: ["custom fields"],
           summary: "List the custom-field definitions (the fieldKeys accepted in customFields)",
-          querystring: z.object({ entity: z.enum(["contact", "opportunity"]).optional() }),
-          response: { 200: z.object({ data: z.array(customField), nextCursor: z.null() }), ...errors },
+          querystring: listCustomFieldsQuery,
+          response: { 200: page(customField), ...errors },
         },
       },
       async (req) => {
@@ -53,10 +27,7 @@ export const workspaceRoutes =
           workspaceId: req.caller.workspaceId,
           entity: req.query.entity,
         });
-        return {
-          data: res.data.map(customFieldJson),
-          nextCursor: null,
-        };
+        return { data: res.data.map((f) => toApiJson(CustomFieldSchema, f)), nextCursor: null };
       },
     );
 
@@ -67,12 +38,12 @@ export const workspaceRoutes =
         schema: {
           tags: ["members"],
           summary: "List workspace members, deactivated ones included",
-          response: { 200: z.object({ data: z.array(member), nextCursor: z.null() }), ...errors },
+          response: { 200: page(member), ...errors },
         },
       },
       async (req) => {
         const res = await ctx.crm.members.listMembers({ workspaceId: req.caller.workspaceId });
-        return { data: res.data.map(memberJson), nextCursor: null };
+        return { data: res.data.map((m) => toApiJson(MemberSchema, m)), nextCursor: null };
       },
     );
   };

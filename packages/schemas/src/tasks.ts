@@ -1,25 +1,5 @@
 import { z } from "zod";
-import { cursor, limit, page, text, timestamp } from "./common.js";
-import { ref } from "./deals.js";
-
-const nullableString = z.string().nullable();
-
-export const task = z
-  .object({
-    id: z.string(),
-    contactId: nullableString,
-    opportunityId: nullableString,
-    title: z.string(),
-    body: nullableString,
-    assigneeUserId: nullableString,
-    dueAt: nullableString,
-    completedAt: nullableString,
-    createdAt: z.string(),
-    updatedAt: z.string(),
-  })
-  .meta({ id: "Task" });
-
-export const taskList = page(task);
+import { cursor, limit, ref, text, timestamp, title } from "./common.js";
 
 export const listTasksQuery = z.strictObject({
   assigneeUserId: ref.optional(),
@@ -28,11 +8,9 @@ export const listTasksQuery = z.strictObject({
   limit: limit(50),
 });
 
-const title = text(500).refine((t) => t.trim() !== "", "title must not be empty");
-
 export const createTaskBody = z
   .strictObject({
-    title,
+    title: title(500),
     body: text(10_000).nullable().optional(),
     contactId: ref.nullable().optional(),
     opportunityId: ref.nullable().optional(),
@@ -43,7 +21,7 @@ export const createTaskBody = z
 
 export const patchTaskBody = z
   .strictObject({
-    title: title.optional(),
+    title: title(500).optional(),
     body: text(10_000).nullable().optional(),
     contactId: ref.nullable().optional(),
     opportunityId: ref.nullable().optional(),

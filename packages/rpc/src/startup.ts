@@ -1,0 +1,128 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import {
+  type Consumer,
+  connectBus,
+  ensureStreams,
+  type NatsConnection,
+  publisher,
+  watchBus,
+} from "@funil/bus";
+import { type Clock, createLogger, type Logger, type Naming, naming } from "@funil/config";
+import {
+  migrate,
+  openDatabase,
+  type Sql,
+  startIdempotencyCleanup,
+  startOutboxRelay,
+  type TransactionSql,
+  writeEvent,
+} from "@funil/db";
+import { causeOf } from "./errors.js";
+import { startRpcServer } from "./server.js";
+
+/** What every service gets from the shared startup, to wire its own rooms with. */
+export interface Infra {
+  config: ServiceConfig;
+  clock: Clock;
+  log: Logger;
+  names: Naming;
+  sql: Sql;
+  nc: NatsConnection;
+  /** Writes a domain event in the change's transaction (the outbox, API.md §12). */
+  emit(
+    tx: TransactionSql,
+    event: { type: string; workspaceId: string; occurredAt: Date; data: unknown },
+  ): Promise<void>;
+}
+
+export interface ServiceConfig {
+  FUNIL_ENV?: string | undefined;
+  DATABASE_URL: string;
+  NATS_URL: string;
+  LOG_LEVEL: string;
+  HOST: string;
+}
+
+export interface Wired {
+  routes: (router: ConnectRouter) => void;
+  /** The service's own background work (consumers…), stopped before the shared parts. */
+  stop?: () => Promise<void>;
+  /** Its consumers, whose redeliveries and lag the HealthService reports (/metrics). */
+  consumers?: Consumer[];
+}
+
+/**
+ * The start of every service (DESIGN.md "A service, room by room"): its
+ * database created and migrated, the bus and its streams, the outbox relay,
+ * the Idempotency-Key sweep, the HealthService (/readyz, /metrics), then `wire` builds the service's stores and
+ * handlers on top, and its Connect server listens. stop() undoes it all in
+ * reverse, letting calls in flight finish.
+ */
+export async function startService(opts: {
+  name: string;
+  config: ServiceConfig;
+  port: number;
+  clock: Clock;
+  migrations: string;
+  wire: (infra: Infra) => Wired | Promise<Wired>;
+}) {
+  const { name, config, clock } = opts;
+  const log = createLogger(name, config.LOG_LEVEL);
+  const names = naming(config.FUNIL_ENV);
+  const sql = await openDatabase(config.DATABASE_URL, names.database(name));
+  await migrate(sql, opts.migrations);
+  const nc = await connectBus(config.NATS_URL, name);
+  await ensureStreams(nc, names);
+
+  const infra: Infra = {
+    config,
+    clock,
+    log,
+    names,
+    sql,
+    nc,
+    emit: async (tx, event) => {
+      await writeEvent(tx, (type) => names.subject(`events.${type}`), event);
+    },
+  };
+  const wired = await opts.wire(infra);
+  // Idempotency keys are remembered 24 h (API.md §9); older rows are swept here.
+  const idempotencyCleanup = startIdempotencyCleanup({
+    sql,
+    now: () => clock.now(),
+    onError: (err) => log.warn({ err }, "idempotency cleanup failed, will retry"),
+  });
+  // An outage is one line when it starts and one when it ends, without a stack: not a bug.
+  const relay = startOutboxRelay({
+    sql,
+    publish: publisher(nc),
+    onError: (err) => log.warn({ cause: causeOf(err) }, "outbox relay: publish failing, retrying"),
+    onRecover: (r) => log.info(r, "outbox relay: publishing again"),
+  });
+  const bus = watchBus(nc, { log, onReconnect: relay.wake });
+  const server = await startRpcServer({
+    port: opts.port,
+    host: config.HOST,
+    log,
+    routes: wired.routes,
+    health: { service: name, sql, bus, relay, consumers: wired.consumers },
+  });
+  log.info({ port: server.port }, `${name} listening`);
+
+  return {
+    port: server.port,
+    sql,
+    nc,
+    relay,
+    log,
+    async stop() {
+      await server.close();
+      await wired.stop?.();
+      idempotencyCleanup.stop();
+      await relay.stop();
+      await nc.drain();
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
+export type StartedService = Awaited<ReturnType<typeof startService>>;

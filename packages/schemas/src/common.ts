@@ -1,0 +1,122 @@
+import { type ErrorDetail, invalid } from "@funil/errors";
+import { z } from "zod";
+import { parseTimestamp } from "./time.js";
+
+/**
+ * Where a value came from, named as the HTTP request names it. A service that
+ * checks a gRPC request uses the same names, so both paths answer with the
+ * same validation_failed details.
+ */
+export type Part = "body" | "query" | "path" | "headers";
+
+/** A zod failure as the details of validation_failed: one entry per problem, unknown fields by name. */
+export function problemsOf(error: z.ZodError, where: Part): ErrorDetail[] {
+  return error.issues.flatMap((issue) => {
+    const base = [where, ...issue.path.map(String)];
+    if (issue.code === "unrecognized_keys")
+      return issue.keys.map((k) => ({ path: [...base, k].join("."), message: "unknown field" }));
+    return [{ path: base.join("."), message: issue.message }];
+  });
+}
+
+/**
+ * Where a NUL character hides in a value (PostgreSQL text and jsonb cannot
+ * hold one), or undefined. Iterative, so no nesting depth overflows it.
+ */
+export function nulPath(value: unknown): string | undefined {
+  const stack: Array<[unknown, string]> = [[value, ""]];
+  while (stack.length > 0) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === "string") {
+      if (v.includes("\u0000")) return path;
+    } else if (Array.isArray(v)) {
+      for (const [i, item] of v.entries()) stack.push([item, path ? `${path}.${i}` : String(i)]);
+    } else if (v && typeof v === "object") {
+      for (const [k, item] of Object.entries(v)) {
+        const at = path ? `${path}.${k}` : k;
+        if (k.includes("\u0000")) return at;
+        stack.push([item, at]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** PostgreSQL cannot store a NUL character: a value holding one is a 400 naming where it is. */
+export function refuseNul(value: unknown, where: Part): void {
+  const nul = nulPath(value);
+  if (nul !== undefined)
+    throw invalid(
+      [
+        {
+          path: nul ? `${where}.${nul}` : where,
+          message: "strings may not contain the NUL character (\\u0000)",
+        },
+      ],
+      where,
+    );
+}
+
+/**
+ * The one way a field rule is applied, by the gateway (HTTP) and by the
+ * service that owns the data (gRPC): parses `value` with `schema` or throws
+ * validation_failed naming every problem. A string with a NUL character is
+ * refused whatever the schema says (README: decisions).
+ */
+export function check<S extends z.ZodType>(schema: S, value: unknown, where: Part): z.output<S> {
+  refuseNul(value, where);
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw invalid(problemsOf(result.error, where), where);
+}
+
+/** ISO-8601 with an offset (API.md §1); anything else is a 400. */
+export const timestamp = z.iso
+  .datetime({ offset: true, message: "must be an ISO-8601 timestamp with offset" })
+  .refine((v) => parseTimestamp(v) !== undefined, "must be a timestamp between the years 1 and 9999");
+
+export const limit = (defaultValue: number) =>
+  z.coerce
+    .number({ message: "limit must be an integer" })
+    .int("limit must be an integer")
+    .min(1, "limit must be between 1 and 500")
+    .max(500, "limit must be between 1 and 500")
+    .default(defaultValue);
+
+// Long or malformed cursors are judged by the service, which answers invalid_cursor.
+export const cursor = z.string().min(1).max(10_000);
+
+/** An id given by a client: bounded, so a huge value is a 400 and never reaches a query. */
+export const ref = z.string().min(1, "must not be empty").max(200, "at most 200 characters");
+
+export const idParam = z.strictObject({ id: ref });
+
+/** A string field of a body, bounded. */
+export const text = (max = 500) => z.string().max(max, `at most ${max} characters`);
+
+/** A required text that is more than spaces. */
+export const title = (max: number, name = "title") =>
+  text(max)
+    .min(1, `${name} must not be empty`)
+    .refine((t) => t.trim() !== "", `${name} must not be empty`);
+
+const tag = z.string().min(1, "tags cannot be empty").max(60, "a tag has at most 60 characters");
+export const tags = z.array(tag).max(100, "at most 100 tags");
+
+/** JSON values of customFields: any type, bounded in size. */
+export const customFieldsInput = z
+  .record(z.string().min(1).max(64), z.unknown())
+  .refine((v) => Object.keys(v).length <= 100, "at most 100 custom fields")
+  .refine((v) => JSON.stringify(v).length <= 32_768, "customFields is too large (32 KiB at most)");
+
+/** The five utm keys, each settable (a string), clearable (null) or absent. */
+export const utmPatch = z.strictObject({
+  source: text(200).nullable().optional(),
+  medium: text(200).nullable().optional(),
+  campaign: text(200).nullable().optional(),
+  term: text(200).nullable().optional(),
+  content: text(200).nullable().optional(),
+});
+
+/** Optional create fields also accept null, meaning "not given". */
+export const opt = <T extends z.ZodType>(schema: T) => schema.nullable().optional();

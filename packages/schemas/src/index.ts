@@ -1,0 +1,13 @@
+// The public API's request rules, declared once (DESIGN.md: each field rule has one owner): the gateway
+// validates HTTP requests and writes the OpenAPI document from them, the service that owns the data
+// applies the same schemas to its gRPC requests.
+export { z } from "zod";
+export * from "./common.js";
+export * from "./contacts.js";
+export * from "./deals.js";
+export * from "./funnel.js";
+export * from "./notes.js";
+export * from "./pipelines.js";
+export * from "./tasks.js";
+export * from "./time.js";
+export * from "./workspace.js";

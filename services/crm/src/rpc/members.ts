@@ -1,0 +1,46 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { Clock } from "@funil/config";
+import { CreateMemberRequestSchema, type MemberService, UpdateMemberRequestSchema } from "@funil/contracts";
+import { notFound } from "@funil/errors";
+import { plainOf } from "@funil/rpc";
+import { check, createMemberBody, idParam, patchMemberBody } from "@funil/schemas";
+import type { MemberStore } from "../store/members.js";
+import { memberToProto } from "./wire.js";
+
+export function memberService(deps: {
+  members: MemberStore;
+  clock: Clock;
+}): ServiceImpl<typeof MemberService> {
+  return {
+    async createMember(req) {
+      const body = check(createMemberBody, plainOf(CreateMemberRequestSchema, req), "body");
+      const row = await deps.members.create(
+        req.workspaceId,
+        { name: body.name.trim(), email: body.email, role: body.role.trim(), active: body.active ?? true },
+        deps.clock.now(),
+      );
+      return { member: memberToProto(row) };
+    },
+
+    async updateMember(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      const body = check(
+        patchMemberBody,
+        plainOf(UpdateMemberRequestSchema, req, ["workspaceId", "id"]),
+        "body",
+      );
+      const row = await deps.members.update(
+        req.workspaceId,
+        id,
+        { name: body.name?.trim(), role: body.role?.trim(), active: body.active },
+        deps.clock.now(),
+      );
+      if (!row) throw notFound("member");
+      return { member: memberToProto(row) };
+    },
+
+    async listMembers(req) {
+      return { data: (await deps.members.list(req.workspaceId)).map(memberToProto) };
+    },
+  };
+}

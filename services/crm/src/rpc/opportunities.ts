@@ -1,0 +1,170 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { Clock } from "@funil/config";
+import {
+  ListOpportunitiesRequestSchema,
+  type OpportunityFields,
+  OpportunityFieldsSchema,
+  OpportunityInputSchema,
+  OpportunitySchema,
+  type OpportunityService,
+} from "@funil/contracts";
+import { requestFingerprint } from "@funil/db";
+import { notFound } from "@funil/errors";
+import { fromApiJson, keysetPage, plainOf, REPLAYED_HEADER } from "@funil/rpc";
+import {
+  check,
+  createDealBody,
+  idempotencyKey,
+  idParam,
+  listDealsQuery,
+  parseTimestamp,
+  patchDealBody,
+  z,
+} from "@funil/schemas";
+import type { DealChanges, DealInput, DealRecord } from "../deals.js";
+import type { CustomFieldStore } from "../store/custom-fields.js";
+import type { DealFilters, DealStore } from "../store/deals.js";
+import { customFieldsGuard } from "./custom-fields.js";
+import { dealWire } from "./wire.js";
+
+const LIST = "opportunities";
+const keyHeader = z.object({ "idempotency-key": idempotencyKey });
+
+/** A checked timestamp as a Date; null stays null (a PATCH clears with it). */
+function date(v: string): Date;
+function date(v: string | undefined): Date | undefined;
+function date(v: string | null | undefined): Date | null | undefined;
+function date(v: string | null | undefined) {
+  return typeof v === "string" ? parseTimestamp(v)! : v;
+}
+/** On create a null means "not given". */
+const given = <T>(v: T | null | undefined) => v ?? undefined;
+
+function inputOf(body: z.output<typeof createDealBody>): DealInput {
+  return {
+    contactId: body.contactId,
+    pipelineId: body.pipelineId,
+    title: body.title.trim(),
+    stageId: given(body.stageId),
+    source: given(body.source),
+    utmSource: given(body.utmSource),
+    utmMedium: given(body.utmMedium),
+    utmCampaign: given(body.utmCampaign),
+    utmTerm: given(body.utmTerm),
+    utmContent: given(body.utmContent),
+    valueCents: given(body.valueCents),
+    currency: given(body.currency),
+    ownerUserId: given(body.ownerUserId),
+    temperature: given(body.temperature),
+    tags: given(body.tags),
+    expectedCloseAt: given(date(body.expectedCloseAt)),
+    customFields: given(body.customFields),
+    origin: given(body.origin),
+    url: given(body.url),
+  };
+}
+
+function changesOf(body: z.output<typeof patchDealBody>): DealChanges {
+  const { title, expectedCloseAt, ...rest } = body;
+  const changes: DealChanges = rest;
+  if (title !== undefined) changes.title = title.trim();
+  if (expectedCloseAt !== undefined) changes.expectedCloseAt = date(expectedCloseAt);
+  return changes;
+}
+
+export function opportunityService(deps: {
+  deals: DealStore;
+  customFields: CustomFieldStore;
+  clock: Clock;
+}): ServiceImpl<typeof OpportunityService> {
+  const { deals, clock } = deps;
+  const checkCustomFields = customFieldsGuard(deps.customFields);
+  const reply = (r: DealRecord) => ({ opportunity: dealWire.proto(r) });
+
+  return {
+    async listOpportunities(req) {
+      const { cursor, limit, ...bound } = check(
+        listDealsQuery,
+        plainOf(ListOpportunitiesRequestSchema, req),
+        "query",
+      );
+      const filters: DealFilters = {
+        ...bound,
+        createdAfter: date(bound.createdAfter),
+        createdBefore: date(bound.createdBefore),
+        updatedAfter: date(bound.updatedAfter),
+        updatedBefore: date(bound.updatedBefore),
+        wonAfter: date(bound.wonAfter),
+        wonBefore: date(bound.wonBefore),
+        lostAfter: date(bound.lostAfter),
+        lostBefore: date(bound.lostBefore),
+        stageChangedAfter: date(bound.stageChangedAfter),
+      };
+      const { rows, nextCursor } = await keysetPage<DealRecord>({
+        list: LIST,
+        filters: bound,
+        cursor,
+        limit,
+        defaultLimit: 50,
+        sortKey: (d) => (filters.updatedAfter ? d.updatedAt : d.createdAt),
+        fetch: (take, after) => deals.list(req.workspaceId, filters, take, after),
+      });
+      return { data: rows.map((r) => dealWire.proto(r)), nextCursor };
+    },
+
+    async getOpportunity(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      const row = await deals.get(req.workspaceId, id);
+      if (!row) throw notFound("opportunity");
+      return reply(row);
+    },
+
+    /**
+     * Create, at most once per Idempotency-Key (API.md §9): a replay answers
+     * the remembered deal, or throws the remembered failure, with the
+     * response header funil-idempotent-replayed.
+     */
+    async createOpportunity(req, ctx) {
+      const plain = plainOf(OpportunityInputSchema, req.input ?? create(OpportunityInputSchema));
+      const input = inputOf(check(createDealBody, plain, "body"));
+      await checkCustomFields(req.workspaceId, "opportunity", input.customFields);
+      const now = clock.now();
+      if (req.idempotencyKey === undefined) return reply(await deals.create(req.workspaceId, input, now));
+      const { "idempotency-key": key } = check(
+        keyHeader,
+        { "idempotency-key": req.idempotencyKey },
+        "headers",
+      );
+      const fingerprint = requestFingerprint("CreateOpportunity", plain);
+      const result = await deals.createOnce(
+        { workspaceId: req.workspaceId, key, fingerprint },
+        input,
+        now,
+        (deal) => dealWire.json(deal),
+      );
+      if (!result.replayed) return reply(result.value);
+      ctx.responseHeader.set(REPLAYED_HEADER, "true");
+      return { opportunity: fromApiJson(OpportunitySchema, result.ok) };
+    },
+
+    async updateOpportunity(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      const fields: OpportunityFields = req.fields ?? create(OpportunityFieldsSchema);
+      const changes = changesOf(check(patchDealBody, plainOf(OpportunityFieldsSchema, fields), "body"));
+      await checkCustomFields(req.workspaceId, "opportunity", changes.customFields);
+      return reply(await deals.update(req.workspaceId, id, changes, clock.now()));
+    },
+
+    async trashOpportunity(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      await deals.trash(req.workspaceId, id, clock.now());
+      return {};
+    },
+
+    async restoreOpportunity(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      return reply(await deals.restore(req.workspaceId, id, clock.now()));
+    },
+  };
+}

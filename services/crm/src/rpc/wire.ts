@@ -1,0 +1,131 @@
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import {
+  ContactSchema,
+  CustomFieldSchema,
+  FunnelSchema,
+  MemberSchema,
+  NoteSchema,
+  OpportunitySchema,
+  PipelineSchema,
+  TaskSchema,
+  UtmSchema,
+} from "@funil/contracts";
+import { wireOf } from "@funil/rpc";
+import type { ContactRecord } from "../contacts.js";
+import type { DealRecord } from "../deals.js";
+import type { FunnelSummary, Tally } from "../funnel.js";
+import type { CustomFieldRecord } from "../store/custom-fields.js";
+import type { MemberRecord } from "../store/members.js";
+import type { NoteRecord } from "../store/notes.js";
+import type { PipelineRecord } from "../store/pipelines.js";
+import type { TaskRecord } from "../tasks.js";
+
+/**
+ * Records as the contracts' messages: the one place that knows both. Each
+ * `…Wire` gives a record's message and its API JSON, computed at most once
+ * per record, so a write's reply, its event and a remembered Idempotency-Key
+ * result share one encoding.
+ */
+
+/** A record's null is an unset optional field on the wire (the API shows it as null again). */
+const absent = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
+const iso = (d: Date | null) => d?.toISOString();
+
+export const contactWire = wireOf(ContactSchema, (r: ContactRecord) =>
+  create(ContactSchema, {
+    id: r.id,
+    name: absent(r.name),
+    phone: absent(r.phone),
+    email: absent(r.email),
+    company: absent(r.company),
+    companyId: absent(r.companyId),
+    role: absent(r.role),
+    cpf: absent(r.cpf),
+    notes: absent(r.notes),
+    tags: r.tags,
+    status: r.status,
+    ownerUserId: absent(r.ownerUserId),
+    origin: absent(r.origin),
+    customFields: r.customFields as JsonObject,
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: r.updatedAt.toISOString(),
+    url: absent(r.url),
+    utm: create(UtmSchema, r.utm),
+  }),
+);
+
+export const dealWire = wireOf(OpportunitySchema, (r: DealRecord) =>
+  create(OpportunitySchema, {
+    id: r.id,
+    title: r.title,
+    pipelineId: r.pipelineId,
+    stageId: r.stageId,
+    contactId: r.contactId,
+    status: r.status,
+    valueCents: BigInt(r.valueCents),
+    currency: r.currency,
+    ownerUserId: absent(r.ownerUserId),
+    temperature: absent(r.temperature),
+    tags: r.tags,
+    lossReason: absent(r.lossReason),
+    expectedCloseAt: iso(r.expectedCloseAt),
+    wonAt: iso(r.wonAt),
+    lostAt: iso(r.lostAt),
+    customFields: r.customFields as JsonObject,
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: r.updatedAt.toISOString(),
+    source: absent(r.source),
+    utm: create(UtmSchema, r.utm),
+    origin: absent(r.origin),
+    stageChangedAt: r.stageChangedAt.toISOString(),
+    url: absent(r.url),
+  }),
+);
+
+export const pipelineWire = wireOf(PipelineSchema, (p: PipelineRecord) =>
+  create(PipelineSchema, { id: p.id, name: p.name, stages: p.stages }),
+);
+
+export const taskWire = wireOf(TaskSchema, (t: TaskRecord) =>
+  create(TaskSchema, {
+    id: t.id,
+    contactId: absent(t.contactId),
+    opportunityId: absent(t.opportunityId),
+    title: t.title,
+    body: absent(t.body),
+    assigneeUserId: absent(t.assigneeUserId),
+    dueAt: iso(t.dueAt),
+    completedAt: iso(t.completedAt),
+    createdAt: t.createdAt.toISOString(),
+    updatedAt: t.updatedAt.toISOString(),
+  }),
+);
+
+export const noteWire = wireOf(NoteSchema, (n: NoteRecord) =>
+  create(NoteSchema, {
+    id: n.id,
+    contactId: n.contactId,
+    opportunityId: absent(n.opportunityId),
+    body: n.body,
+    userId: n.userId,
+    createdAt: n.createdAt.toISOString(),
+  }),
+);
+
+export const customFieldToProto = (r: CustomFieldRecord) =>
+  create(CustomFieldSchema, { ...r, createdAt: r.createdAt.toISOString() });
+export const memberToProto = (r: MemberRecord) =>
+  create(MemberSchema, { ...r, createdAt: r.createdAt.toISOString() });
+
+const tally = (t: Tally) => ({ count: BigInt(t.count), valueCents: BigInt(t.valueCents) });
+
+export const funnelToProto = (s: FunnelSummary) =>
+  create(FunnelSchema, {
+    from: absent(s.from),
+    to: absent(s.to),
+    pipelineId: absent(s.pipelineId),
+    total: tally(s.total),
+    byStage: s.byStage.map((stage) => ({ stageId: stage.stageId, name: stage.name, ...tally(stage) })),
+    byStatus: { open: tally(s.byStatus.open), won: tally(s.byStatus.won), lost: tally(s.byStatus.lost) },
+    closedInRange: { won: tally(s.closedInRange.won), lost: tally(s.closedInRange.lost) },
+  });

@@ -1,0 +1,108 @@
+import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import {
+  ContactSchema,
+  CustomFieldSchema,
+  FunnelSchema,
+  MemberSchema,
+  NoteSchema,
+  OpportunitySchema,
+  PipelineSchema,
+  TaskSchema,
+} from "@funil/contracts";
+import { contactStatus, dealStatus, fieldEntity, fieldType, z } from "@funil/schemas";
+
+/**
+ * Response schemas are derived from the contracts, field by field, the way
+ * toApiJson (packages/rpc) writes the answers: camelCase keys, every field
+ * present, unset optional fields and messages as null, int64 as a number,
+ * Struct as a JSON object; a field is nullable exactly when the proto declares
+ * it `optional`. A field added to a proto message is in the OpenAPI document
+ * at once; `narrow` only refines a field the proto types loosely (an enum
+ * carried as a string).
+ */
+export function apiSchema(desc: DescMessage, opts: { narrow?: Record<string, z.ZodType> } = {}): z.ZodObject {
+  const shape: Record<string, z.ZodType> = {};
+  for (const field of desc.fields)
+    shape[field.jsonName] = opts.narrow?.[field.jsonName] ?? fieldSchema(field);
+  return z.object(shape);
+}
+
+function scalarSchema(type: ScalarType): z.ZodType {
+  switch (type) {
+    case ScalarType.BOOL:
+      return z.boolean();
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      return z.number();
+    case ScalarType.STRING:
+    case ScalarType.BYTES:
+      return z.string();
+    default:
+      return z.number().int();
+  }
+}
+
+function messageSchema(message: DescMessage): z.ZodType {
+  if (message.typeName === "google.protobuf.Struct") return z.record(z.string(), z.unknown());
+  if (message.typeName === "google.protobuf.Value") return z.unknown();
+  return apiSchema(message);
+}
+
+function fieldSchema(field: DescField): z.ZodType {
+  switch (field.fieldKind) {
+    case "list":
+      return z.array(
+        field.listKind === "message"
+          ? messageSchema(field.message)
+          : scalarSchema(field.scalar ?? ScalarType.STRING),
+      );
+    case "map":
+      return z.record(
+        z.string(),
+        field.mapKind === "message"
+          ? messageSchema(field.message)
+          : scalarSchema(field.scalar ?? ScalarType.STRING),
+      );
+    case "enum":
+      return z.string();
+    default: {
+      const schema =
+        field.fieldKind === "message" ? messageSchema(field.message) : scalarSchema(field.scalar);
+      return field.proto.proto3Optional ? schema.nullable() : schema;
+    }
+  }
+}
+
+/** `{data, nextCursor}` (API.md §4). Single-page lists still type nextCursor string | null: generated clients keep it. */
+export const page = <T extends z.ZodType>(item: T) =>
+  z.object({ data: z.array(item), nextCursor: z.string().nullable() });
+
+const touches = {
+  firstHumanTouchAt: z.string().nullable(),
+  lastHumanTouchAt: z.string().nullable(),
+};
+
+export const contact = apiSchema(ContactSchema, { narrow: { status: contactStatus } }).meta({
+  id: "Contact",
+});
+/** The single read adds the human touches (SPEC.md §2 Contact): never in the list. */
+export const contactDetail = contact.extend(touches).meta({ id: "ContactDetail" });
+
+export const deal = apiSchema(OpportunitySchema, { narrow: { status: dealStatus } }).meta({
+  id: "Opportunity",
+});
+/** The single read adds three fields (SPEC.md §2 Deal): never in the list. */
+export const dealDetail = deal
+  .extend({ ...touches, lastActivityAt: z.string().nullable() })
+  .meta({ id: "OpportunityDetail" });
+
+export const pipeline = apiSchema(PipelineSchema).meta({ id: "Pipeline" });
+export const funnel = apiSchema(FunnelSchema).meta({
+  id: "Funnel",
+});
+export const task = apiSchema(TaskSchema).meta({ id: "Task" });
+export const note = apiSchema(NoteSchema).meta({ id: "Note" });
+export const customField = apiSchema(CustomFieldSchema, {
+  narrow: { entity: fieldEntity, type: fieldType },
+}).meta({ id: "CustomField" });
+export const member = apiSchema(MemberSchema).meta({ id: "Member" });
