@@ -167,8 +167,13 @@ function invoke(route: Route, ctx: Context) {
       stream: false,
       service: route.service,
       method: route.method,
-      header: ctx.responseHeader,
-      trailer: ctx.responseTrailer,
+      // Getters, so that Headers objects are made only for an interceptor that reads them.
+      get header() {
+        return ctx.responseHeader;
+      },
+      get trailer() {
+        return ctx.responseTrailer;
+      },
       message: (isMessage(result, output) ? result : create(output, result as never)) as MessageShape<
         typeof output
       >,
