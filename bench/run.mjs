@@ -8,6 +8,7 @@
 //   BENCH_PROFILE=1 npm run bench     gateway and crm under node --cpu-prof; prints their top functions
 //   BENCH_ONLY='contacts/\{id\}'       only the scenarios whose name matches
 //   BENCH_OPEN_LOOP=0                 without the open-loop rows (quicker comparisons of one change)
+//   BENCH_NODE_ARGS='--max-semi-space-size=32'   node flags for every process under test (bare too)
 // BENCH_CONTACTS, BENCH_DEALS, BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS (e.g. 8,32) and BENCH_ENV
 // (the FUNIL_ENV of its databases and streams, default bench) change the run.
 import { spawn } from "node:child_process";
@@ -35,6 +36,7 @@ const opts = {
   connections: (process.env.BENCH_CONNECTIONS ?? "8,32").split(",").map(Number),
   only: process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined,
   profile: process.env.BENCH_PROFILE === "1",
+  nodeArgs: (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean),
   openLoop: process.env.BENCH_OPEN_LOOP !== "0",
   funilEnv: process.env.BENCH_ENV ?? "bench",
 };
@@ -73,10 +75,12 @@ const launch = (profiled) => {
     env,
     port: 0,
     stdio: "ignore",
-    nodeArgs: (name) =>
-      profiled && (name === "gateway" || name === "crm")
+    nodeArgs: (name) => [
+      ...opts.nodeArgs,
+      ...(profiled && (name === "gateway" || name === "crm")
         ? ["--cpu-prof", `--cpu-prof-dir=${path.join(profileDir, name)}`]
-        : [],
+        : []),
+    ],
   });
 };
 let stack = await launch(false);
@@ -307,7 +311,7 @@ async function redisServerPid(url) {
 
 /** Starts bare.mjs as its own process; resolves once it prints the port it listens on. */
 function startBare(extraEnv) {
-  const child = spawn(process.execPath, [new URL("./bare.mjs", import.meta.url).pathname], {
+  const child = spawn(process.execPath, [...opts.nodeArgs, new URL("./bare.mjs", import.meta.url).pathname], {
     env: { ...process.env, ...extraEnv },
     stdio: ["ignore", "pipe", "inherit"],
   });
