@@ -95,7 +95,10 @@ function authorize(req, reply, scope) {
   return key.workspaceId;
 }
 
-/** A keyset page as crm issues it: one row more than the limit tells whether a next cursor exists. */
+/**
+ * A keyset page as crm issues it: one row more than the limit tells whether a next cursor exists; the
+ * cursor is bound to the list's filters and the workspace.
+ */
 function page(rows, limit, list, filters, toJson) {
   const data = rows.slice(0, limit);
   const last = data.at(-1);
@@ -122,7 +125,7 @@ app.get("/api/v1/contacts", async (req, reply) => {
   const rows = await crm`
     select ${contactColumns} from contacts where workspace_id = ${ws} and status = 'active'
     order by created_at, id limit ${limit + 1}`;
-  return page(rows, limit, "contacts", { status: "active" }, contactJson);
+  return page(rows, limit, "contacts", { status: "active", workspaceId: ws }, contactJson);
 });
 
 app.get("/api/v1/opportunities/:id", async (req, reply) => {
@@ -142,7 +145,7 @@ app.get("/api/v1/opportunities", async (req, reply) => {
   const rows = await crm`
     select ${dealColumns} from opportunities where workspace_id = ${ws} and trashed_at is null
     order by created_at, id limit ${limit + 1}`;
-  return page(rows, limit, "opportunities", {}, dealJson);
+  return page(rows, limit, "opportunities", { workspaceId: ws }, dealJson);
 });
 
 // The upsert the benchmark sends (a known phone, tags to add), with crm's locking: the row is found by

@@ -148,10 +148,15 @@ try {
     const [viaGateway, viaBare] = await Promise.all(
       [stack.gatewayUrl, bare.url].map((base) => answer(base, s, key)),
     );
-    if (!isDeepStrictEqual(viaGateway, viaBare))
+    if (!isDeepStrictEqual(viaGateway, viaBare)) {
+      const [g, b] = [viaGateway, viaBare].map((a) => JSON.stringify(a));
+      let at = 0;
+      while (at < g.length && g[at] === b[at]) at++;
+      const near = (text) => text.slice(Math.max(0, at - 120), at + 120);
       throw new Error(
-        `${s.name}: the bare baseline answers differently\ngateway: ${JSON.stringify(viaGateway)}\nbare:    ${JSON.stringify(viaBare)}`,
+        `${s.name}: the bare baseline answers differently, from character ${at}\ngateway: …${near(g)}…\nbare:    …${near(b)}…`,
       );
+    }
   }
 
   const redisPid = await redisServerPid(env.REDIS_URL);
