@@ -11,7 +11,12 @@ import { encodeCursor } from "@funil/rpc";
 import Fastify from "fastify";
 import postgres from "postgres";
 
-const options = { max: 10, transform: postgres.camel, onnotice: () => {} };
+// The services' pool size and options (DATABASE_POOL_MAX, default 10, as packages/config reads it).
+const options = {
+  max: Number(process.env.DATABASE_POOL_MAX || 10),
+  transform: postgres.camel,
+  onnotice: () => {},
+};
 const crm = postgres(process.env.BARE_CRM_DB, { ...options, connection: { application_name: "bench_bare" } });
 const gateway = postgres(process.env.BARE_GATEWAY_DB, { max: 1, onnotice: () => {} });
 
