@@ -6,6 +6,8 @@ import { MemberService } from "./gen/funil/crm/v1/members_pb.js";
 import { NoteService } from "./gen/funil/crm/v1/notes_pb.js";
 import { PipelineService } from "./gen/funil/crm/v1/pipelines_pb.js";
 import { TaskService } from "./gen/funil/crm/v1/tasks_pb.js";
+import { AppointmentService } from "./gen/funil/scheduling/v1/appointments_pb.js";
+import { CalendarService } from "./gen/funil/scheduling/v1/calendars_pb.js";
 
 /**
  * Every backend service and the Connect services it serves, written once: the
@@ -24,5 +26,6 @@ export const SERVICES = {
     tasks: TaskService,
     notes: NoteService,
   },
+  scheduling: { calendars: CalendarService, appointments: AppointmentService },
 } as const;
 export type ServiceName = keyof typeof SERVICES;

@@ -8,6 +8,7 @@ export * from "./deals.js";
 export * from "./funnel.js";
 export * from "./notes.js";
 export * from "./pipelines.js";
+export * from "./scheduling.js";
 export * from "./tasks.js";
 export * from "./time.js";
 export * from "./workspace.js";
