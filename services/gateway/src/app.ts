@@ -14,6 +14,8 @@ import { authPlugin } from "./plugins/auth.js";
 import { errorBody, errorsPlugin } from "./plugins/errors.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { adminRoutes } from "./routes/admin/index.js";
+import { appointmentRoutes } from "./routes/v1/appointments.js";
+import { calendarRoutes } from "./routes/v1/calendars.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { dealRoutes } from "./routes/v1/deals.js";
 import { funnelRoutes } from "./routes/v1/funnel.js";
@@ -119,8 +121,9 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       ctx.sql`select 1`,
       ctx.redis.ping(),
       ctx.crm.customFields.listCustomFields({ workspaceId: "readyz" }, { timeoutMs: 2000 }),
+      ctx.scheduling.calendars.listCalendars({ workspaceId: "readyz" }, { timeoutMs: 2000 }),
     ]);
-    const names = ["database", "redis", "crm"];
+    const names = ["database", "redis", "crm", "scheduling"];
     const failed = names.filter((_, i) => checks[i]?.status === "rejected");
     if (failed.length > 0)
       return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
@@ -148,6 +151,8 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(taskRoutes(ctx));
       await v1.register(noteRoutes(ctx));
       await v1.register(workspaceRoutes(ctx));
+      await v1.register(calendarRoutes(ctx));
+      await v1.register(appointmentRoutes(ctx));
     },
     { prefix: "/api/v1" },
   );

@@ -1,5 +1,7 @@
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import {
+  AppointmentSchema,
+  CalendarSchema,
   ContactSchema,
   CustomFieldSchema,
   FunnelSchema,
@@ -7,9 +9,18 @@ import {
   NoteSchema,
   OpportunitySchema,
   PipelineSchema,
+  SlotSchema,
   TaskSchema,
 } from "@funil/contracts";
-import { contactStatus, dealStatus, fieldEntity, fieldType, z } from "@funil/schemas";
+import {
+  appointmentOutcome,
+  appointmentStatus,
+  contactStatus,
+  dealStatus,
+  fieldEntity,
+  fieldType,
+  z,
+} from "@funil/schemas";
 
 /**
  * Response schemas are derived from the contracts, field by field, the way
@@ -106,3 +117,8 @@ export const customField = apiSchema(CustomFieldSchema, {
   narrow: { entity: fieldEntity, type: fieldType },
 }).meta({ id: "CustomField" });
 export const member = apiSchema(MemberSchema).meta({ id: "Member" });
+export const calendar = apiSchema(CalendarSchema).meta({ id: "Calendar" });
+export const slot = apiSchema(SlotSchema).meta({ id: "Slot" });
+export const appointment = apiSchema(AppointmentSchema, {
+  narrow: { status: appointmentStatus, outcome: appointmentOutcome.nullable() },
+}).meta({ id: "Appointment" });
