@@ -16,13 +16,19 @@ const STOP_TIMEOUT_MS = 10_000;
 const NAME_WIDTH = Math.max(...SERVICES.map((s) => s.length), "gateway".length);
 const COLORS = [36, 33, 35, 32, 34, 31, 96];
 const TAIL_LINES = 30;
+const RESTART_BACKOFF_MS = [250, 500, 1000, 2000, 5000, 10_000];
+const RESTART_RESET_MS = 30_000;
 
 /**
  * opts: { env = process.env, port = env.PORT ?? 8080 (0: a free one), adminToken = env.ADMIN_TOKEN ?? random,
- *         stdio: 'prefix' | 'inherit' | 'ignore' | <log file path> (default 'prefix'), root, log }
- * Resolves to { gatewayUrl, adminToken, env, exited, stop } once the gateway's /readyz answers 200.
- * `env` is the full environment the children got; `exited` resolves with { name, code, signal } when a
- * child exits before stop() was called.
+ *         stdio: 'prefix' | 'inherit' | 'ignore' | <log file path> (default 'prefix'), root, log,
+ *         restart = false }
+ * Resolves to { gatewayUrl, adminToken, env, exited, stop, pid, kill } once the gateway's /readyz answers 200.
+ * `env` is the full environment the children got. Without `restart`, `exited` resolves with
+ * { name, code, signal } when a child exits before stop() was called; with it, a child that dies is
+ * started again on the same port after a backoff (RESTART_BACKOFF_MS, doubling up to the last value;
+ * back to the first after a child ran RESTART_RESET_MS), and `exited` never resolves.
+ * pid(name) is a running child's process id, kill(name, signal) signals it (chaos tests).
  */
 export async function startStack(opts = {}) {
   const base = opts.env ?? process.env;
@@ -82,16 +88,35 @@ export async function startStack(opts = {}) {
   };
   process.on("exit", killAll);
 
+  const failures = new Map();
   const launch = (name) => {
     const child = startChild(name, mainOf(name), root, env, output);
-    children.push(child);
+    const startedAt = Date.now();
+    const previous = children.findIndex((c) => c.name === name);
+    if (previous >= 0) children.splice(previous, 1, child);
+    else children.push(child);
     child.exited.then(({ code, signal }) => {
       if (stopping || !started) return;
-      log(`${name} exited unexpectedly (${signal ?? `code ${code}`})${lastOutput(child)}`);
-      reportExit({ name, code, signal });
+      const how = signal ?? `code ${code}`;
+      if (!opts.restart) {
+        log(`${name} exited unexpectedly (${how})${lastOutput(child)}`);
+        reportExit({ name, code, signal });
+        return;
+      }
+      // A crash loop slows down; a child that ran a while before dying starts again at once.
+      const streak = Date.now() - startedAt >= RESTART_RESET_MS ? 0 : (failures.get(name) ?? 0);
+      failures.set(name, streak + 1);
+      const delay = RESTART_BACKOFF_MS[Math.min(streak, RESTART_BACKOFF_MS.length - 1)];
+      log(
+        `${name} exited unexpectedly (${how}); restarting it in ${delay} ms${streak ? "" : lastOutput(child)}`,
+      );
+      setTimeout(() => {
+        if (!stopping) launch(name);
+      }, delay);
     });
     return child;
   };
+  const running = (name) => children.find((c) => c.name === name && c.exit.code === undefined);
 
   try {
     for (const name of SERVICES.filter((n) => fs.existsSync(mainOf(n)))) {
@@ -106,7 +131,15 @@ export async function startStack(opts = {}) {
     await stop();
     throw err;
   }
-  return { gatewayUrl: `http://127.0.0.1:${port}`, adminToken, env, exited, stop };
+  return {
+    gatewayUrl: `http://127.0.0.1:${port}`,
+    adminToken,
+    env,
+    exited,
+    stop,
+    pid: (name) => running(name)?.process.pid,
+    kill: (name, signal = "SIGKILL") => running(name)?.process.kill(signal) ?? false,
+  };
 }
 
 function startChild(name, main, cwd, env, output) {

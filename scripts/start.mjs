@@ -46,7 +46,7 @@ try {
     natsUrl: env.NATS_URL || undefined,
     log: say,
   });
-  stack = await startStack({ stdio: "prefix", port: env.PORT || 8080 });
+  stack = await startStack({ stdio: "prefix", port: env.PORT || 8080, restart: true });
 } catch (err) {
   console.error(`[funil] ${err.message}`);
   process.exit(1);
@@ -76,10 +76,6 @@ process.on("SIGTERM", () => shutdown(0));
 // means whoever started us is gone, so stop as if signalled.
 const parent = process.ppid;
 setInterval(() => process.ppid !== parent && shutdown(0), 1000).unref();
-stack.exited.then(({ name }) => {
-  console.error(`[funil] ${name} stopped unexpectedly: stopping the stack`);
-  shutdown(1);
-});
 
 const api = `${stack.gatewayUrl}/api/v1`;
 const lines = [`API:  ${api}`, `Docs: ${stack.gatewayUrl}/docs`];

@@ -121,3 +121,31 @@ function slowProxy(targetPort: string, delayMs: number): Promise<{ port: number;
     ),
   );
 }
+
+describe("API §1 rate_limited across gateway copies (issue 13 §3: no Redis round trip per request)", () => {
+  it("two copies share one budget: all together admit at most RATE_LIMIT_MAX + burst per extra copy, with x-ratelimit headers", async () => {
+    const [a, b] = await Promise.all([
+      copy({ RATE_LIMIT_MAX: "40", RATE_LIMIT_WINDOW_MS: "60000" }),
+      copy({ RATE_LIMIT_MAX: "40", RATE_LIMIT_WINDOW_MS: "60000" }),
+    ]);
+    try {
+      const ws = await newWorkspace({ scopes: ["contacts.read"] });
+      const answers = [];
+      for (let i = 0; i < 50; i++) {
+        const batch = await Promise.all([get(a.url, ws.key), get(b.url, ws.key)]);
+        answers.push(...batch);
+      }
+      const admitted = answers.filter((r) => r.status === 200).length;
+      // burst = max(1, ⌊40 / 20⌋) = 2: at most 40 + 2 across two copies.
+      expect(admitted).toBeGreaterThanOrEqual(40);
+      expect(admitted).toBeLessThanOrEqual(42);
+      expect(answers.filter((r) => r.status !== 200).every((r) => r.status === 429)).toBe(true);
+      const first = answers[0]!;
+      expect(first.headers.get("x-ratelimit-limit")).toBe("40");
+      expect(Number(first.headers.get("x-ratelimit-remaining"))).toBeLessThan(40);
+      expect(Number(first.headers.get("x-ratelimit-reset"))).toBeGreaterThan(0);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+});

@@ -189,13 +189,41 @@ describe("operations endpoints (API §1)", () => {
 
   it("/healthz, /readyz, /metrics with request counts and latency by route and status", async () => {
     expect((await request("GET", `${gatewayUrl()}/healthz`)).status).toBe(200);
-    expect((await request("GET", `${gatewayUrl()}/readyz`)).body).toEqual({ status: "ready" });
     await request("GET", `${gatewayUrl()}/api/v1/contacts`);
     const metrics = await fetch(`${gatewayUrl()}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(
       /funil_http_requests_total\{method="GET",route="\/api\/v1\/contacts",status="401"\} \d+/,
     );
     expect(metrics).toContain("funil_http_request_duration_seconds_bucket");
+  });
+
+  it("issue 13 §4: /readyz names every dependency; /metrics shows each service's outbox and its dependencies", async () => {
+    const ready = await request("GET", `${gatewayUrl()}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({
+      status: "ready",
+      checks: {
+        postgresql: { ok: true, required: true },
+        redis: { ok: true, required: false },
+        nats: { ok: true, required: false },
+        crm: {
+          ok: true,
+          required: true,
+          dependencies: {
+            postgresql: { ok: true, required: true },
+            nats: { ok: true, required: false },
+          },
+        },
+      },
+    });
+    const metrics = await fetch(`${gatewayUrl()}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/funil_service_up\{service="crm"\} 1/);
+    expect(metrics).toMatch(/funil_dependency_up\{service="crm",dependency="nats"\} 1/);
+    expect(metrics).toMatch(/funil_outbox_backlog\{service="crm"\} \d+/);
+    expect(metrics).toMatch(/funil_outbox_oldest_age_seconds\{service="crm"\} [\d.e-]+/);
+    expect(metrics).toMatch(/funil_outbox_publish_failures_total\{service="crm"\} \d+/);
+    expect(metrics).toContain("funil_consumer_redeliveries_total");
+    expect(metrics).toContain("funil_consumer_lag_seconds");
   });
 
   it("/api/v1/openapi.json is OpenAPI 3.1 generated from the zod schemas; /docs serves the reference", async () => {

@@ -63,8 +63,12 @@ describe("JetStream helpers (DESIGN: one place for streams and consumers)", () =
       await publish(names.subject("events.work.item"), new TextEncoder().encode(id), `w-${id}-${Date.now()}`);
     const deadline = Date.now() + 10_000;
     while (seen.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    // What /metrics shows of the consumer (issue 13 §4): the redelivery, the lag, nothing left pending.
+    const stats = await worker.stats();
     await worker.stop();
     expect(seen.sort()).toEqual(["a", "b", "c"]);
+    expect(stats).toMatchObject({ name: "unit-worker", redeliveries: 1, pending: 0 });
+    expect(stats.lagMs).toBeGreaterThanOrEqual(0);
     await (await jetstreamManager(nc)).consumers.delete(names.stream("EVENTS"), "unit-worker");
   });
 });

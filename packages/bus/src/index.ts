@@ -27,9 +27,60 @@ export const STREAMS = {
 } as const;
 export type StreamName = keyof typeof STREAMS;
 
+/**
+ * Sized for recovery rather than the client's defaults: a restarted server is
+ * found again within a quarter of a second of answering, and a publish that
+ * was in flight when it went away gives up after half a second instead of
+ * five (a JetStream ack takes milliseconds; a publish that timed out but was
+ * stored is dropped as a duplicate when the relay sends it again).
+ */
+export const BUS_TIMING = { reconnectWaitMs: 250, reconnectJitterMs: 100, requestTimeoutMs: 500 } as const;
+
 export async function connectBus(url: string, name: string): Promise<NatsConnection> {
-  return connect({ servers: url.split(","), name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  return connect({
+    servers: url.split(","),
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: BUS_TIMING.reconnectWaitMs,
+    reconnectJitter: BUS_TIMING.reconnectJitterMs,
+    timeout: 5000,
+  });
 }
+
+/**
+ * Follows the connection's state: one line when the server goes, one when it
+ * is back (not one per failed attempt), and `onReconnect` so that work parked
+ * behind the outage (an outbox relay) resumes at once.
+ */
+export function watchBus(
+  nc: NatsConnection,
+  opts: {
+    log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+    onReconnect?: () => void;
+  },
+) {
+  let connected = !nc.isClosed();
+  let since = Date.now();
+  (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "disconnect" && connected) {
+        connected = false;
+        since = Date.now();
+        opts.log.warn({ server: s.server }, "NATS connection lost; reconnecting");
+      } else if (s.type === "reconnect") {
+        opts.log.info({ server: s.server, downMs: Date.now() - since }, "NATS connection back");
+        connected = true;
+        since = Date.now();
+        opts.onReconnect?.();
+      }
+    }
+  })().catch(() => {});
+  return {
+    /** Whether the connection is up, and since when it has been in that state. */
+    state: () => ({ connected: connected && !nc.isClosed(), since: new Date(since) }),
+  };
+}
+export type BusWatch = ReturnType<typeof watchBus>;
 
 /** Creates (or updates to the current definition) the streams, with the FUNIL_ENV naming. */
 export async function ensureStreams(
@@ -68,7 +119,7 @@ export function publisher(nc: NatsConnection) {
   const js = jetstream(nc);
   /** Publishes with a message id, so a republish inside the duplicate window is dropped. */
   return async (subject: string, payload: Uint8Array, messageId: string) => {
-    await js.publish(subject, payload, { msgID: messageId });
+    await js.publish(subject, payload, { msgID: messageId, timeout: BUS_TIMING.requestTimeoutMs });
   };
 }
 
@@ -109,6 +160,9 @@ export async function consume(
   const js = jetstream(nc);
   let stopped = false;
   let current: { stop(): void } | undefined;
+  // For /metrics: how often work came back, and how far behind the stream the last handled message was.
+  let redeliveries = 0;
+  let lagMs = 0;
   const loop = (async () => {
     while (!stopped) {
       try {
@@ -116,6 +170,8 @@ export async function consume(
         const messages = await consumer.consume({ max_messages: 64 });
         current = messages;
         for await (const m of messages) {
+          if (m.info.redelivered) redeliveries++;
+          lagMs = Math.max(0, Date.now() - Math.floor(m.info.timestampNanos / 1e6));
           try {
             await handle(m);
           } catch (err) {
@@ -137,5 +193,26 @@ export async function consume(
       current?.stop();
       await loop;
     },
+    /** The consumer's counters; `pending` (not yet acknowledged) is undefined while NATS is away. */
+    stats: async (): Promise<ConsumerStats> => {
+      const info = await jsm.consumers.info(spec.stream, spec.durable).catch(() => undefined);
+      return {
+        name: spec.durable,
+        redeliveries,
+        lagMs,
+        pending: info ? info.num_pending + info.num_ack_pending : undefined,
+      };
+    },
   };
 }
+
+export interface ConsumerStats {
+  name: string;
+  /** Messages handed to this process again after a failure or a timeout. */
+  redeliveries: number;
+  /** Age of the last message handled when it was handled. */
+  lagMs: number;
+  /** Messages the consumer still has to handle. */
+  pending: number | undefined;
+}
+export type Consumer = Awaited<ReturnType<typeof consume>>;

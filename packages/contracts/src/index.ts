@@ -8,6 +8,7 @@ export * from "./gen/funil/crm/v1/notes_pb.js";
 export * from "./gen/funil/crm/v1/pipelines_pb.js";
 export * from "./gen/funil/crm/v1/tasks_pb.js";
 export * from "./gen/funil/gateway/v1/auth_pb.js";
+export * from "./gen/funil/health/v1/health_pb.js";
 export * from "./gen/funil/scheduling/v1/appointments_pb.js";
 export * from "./gen/funil/scheduling/v1/calendars_pb.js";
 export * from "./services.js";

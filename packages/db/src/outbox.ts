@@ -36,9 +36,15 @@ export type Publish = (subject: string, payload: Uint8Array, messageId: string) 
 interface RelayOptions {
   sql: Sql;
   publish: Publish;
+  /** The first failure of a streak (an outage is one line, not one per retry). */
   onError?: (err: unknown) => void;
+  /** The first success after a streak of failures. */
+  onRecover?: (info: { failures: number; downMs: number }) => void;
   /** Polling interval when no notification arrives. */
   intervalMs?: number;
+  /** First retry delay after a failed drain, doubled per failure up to maxRetryMs. */
+  retryMs?: number;
+  maxRetryMs?: number;
   batch?: number;
 }
 
@@ -48,13 +54,29 @@ interface RelayOptions {
  * service share the work; the event id is the JetStream message id, so a
  * crash after publishing and before deleting republishes a duplicate that the
  * stream drops.
+ *
+ * A failed drain is retried after 100 ms, doubling up to 500 ms, and wake()
+ * (called when the bus reconnects) retries at once: events flow again within
+ * a second of the bus coming back, not after the client's default timeouts.
  */
-export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batch = 200 }: RelayOptions) {
+export function startOutboxRelay({
+  sql,
+  publish,
+  onError,
+  onRecover,
+  intervalMs = 500,
+  retryMs = 100,
+  maxRetryMs = 500,
+  batch = 200,
+}: RelayOptions) {
   const encoder = new TextEncoder();
   let stopped = false;
   let wake: (() => void) | undefined;
   // A notification that lands while a drain runs must not be lost: it makes the loop go round again.
   let notified = false;
+  // wake() during a drain: whatever that drain's outcome, the next one starts at once.
+  let woken = false;
+  const stats = { publishFailures: 0, streak: 0, failingSince: 0 };
   const listening = sql
     .listen("outbox", () => {
       notified = true;
@@ -66,9 +88,11 @@ export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batc
     return sql.begin(async (tx) => {
       const rows = await tx<{ seq: string; id: string; subject: string; envelope: unknown }[]>`
         select seq, id, subject, envelope from outbox order by seq limit ${batch} for update skip locked`;
-      for (const row of rows) {
-        await publish(row.subject, encoder.encode(JSON.stringify(row.envelope)), row.id);
-      }
+      // Sent back to back on one connection, so the stream stores them in this order; a catch-up after an
+      // outage costs one round trip per batch, not one per event.
+      await Promise.all(
+        rows.map((row) => publish(row.subject, encoder.encode(JSON.stringify(row.envelope)), row.id)),
+      );
       if (rows.length > 0) {
         await tx`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
       }
@@ -81,24 +105,40 @@ export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batc
   function drain(): Promise<number> {
     const run = busy.then(drainOnce);
     busy = run.catch(() => {});
-    return run;
+    return run.then(
+      (n) => {
+        if (stats.streak > 0)
+          onRecover?.({ failures: stats.streak, downMs: Date.now() - stats.failingSince });
+        stats.streak = 0;
+        return n;
+      },
+      (err: unknown) => {
+        stats.publishFailures++;
+        if (stats.streak++ === 0) {
+          stats.failingSince = Date.now();
+          onError?.(err);
+        }
+        throw err;
+      },
+    );
   }
 
   async function loop() {
     while (!stopped) {
       notified = false;
+      woken = false;
       let failed = false;
       try {
         while (!stopped && (await drain()) === batch) {}
-      } catch (err) {
+      } catch {
         failed = true;
-        onError?.(err);
       }
       if (stopped) break;
-      // After a failure wait out the interval even if writes keep notifying: no hot loop on a bus outage.
-      if (notified && !failed) continue;
+      // After a failure wait (with backoff) even if writes keep notifying: no hot loop on a bus outage.
+      if ((notified && !failed) || woken) continue;
+      const delay = failed ? Math.min(maxRetryMs, retryMs * 2 ** (stats.streak - 1)) : intervalMs;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, intervalMs);
+        const timer = setTimeout(resolve, delay);
         wake = () => {
           clearTimeout(timer);
           resolve();
@@ -116,6 +156,13 @@ export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batc
     flush: async () => {
       while ((await drain()) > 0) {}
     },
+    /** Tries again now, without waiting out a retry delay (the bus is back). */
+    wake: () => {
+      woken = true;
+      wake?.();
+    },
+    /** Failed publish attempts since start, and whether the relay is failing now. */
+    stats: () => ({ publishFailures: stats.publishFailures, failing: stats.streak > 0 }),
     stop: async () => {
       stopped = true;
       wake?.();
@@ -124,6 +171,16 @@ export function startOutboxRelay({ sql, publish, onError, intervalMs = 500, batc
       if (l) await l.unlisten().catch(() => {});
     },
   };
+}
+export type OutboxRelay = ReturnType<typeof startOutboxRelay>;
+
+/** What is waiting in the outbox: the number of rows and the age of the oldest (0 when empty). */
+export async function outboxBacklog(sql: Sql): Promise<{ backlog: number; oldestAgeMs: number }> {
+  const [row] = await sql<{ backlog: number; oldestAgeMs: number }[]>`
+    select count(*)::int as backlog,
+           coalesce(extract(epoch from now() - min(created_at)) * 1000, 0)::float8 as oldest_age_ms
+    from outbox`;
+  return row ?? { backlog: 0, oldestAgeMs: 0 };
 }
 
 /**

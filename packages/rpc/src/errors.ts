@@ -42,6 +42,58 @@ export function toConnectError(err: DomainError): ConnectError {
   return new ConnectError(err.message, GRPC_CODES[err.code], metadata);
 }
 
+/**
+ * Codes of a connection to a store or a peer that failed or went away: Node's socket errors,
+ * postgres.js' connection states, and PostgreSQL's shutdown and connection-exception SQLSTATEs.
+ */
+const UNAVAILABLE_CAUSES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "57P01",
+  "57P02",
+  "57P03",
+  "53300",
+]);
+
+/**
+ * Codes the transport gives a call whose peer was unreachable, went away or was too slow. A
+ * handler's deliberate error always carries its stable code in the metadata, so a bare one of
+ * these came from the connection, not from a decision of the service.
+ */
+const TRANSPORT_CODES = new Set([
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.Canceled,
+  Code.Aborted,
+  Code.Unknown,
+  Code.Internal,
+]);
+
+/** True when err says a dependency is down or went away (retry later), not that the request or the code is wrong. */
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof ConnectError) {
+    const raw = err.metadata.get(CODE_HEADER);
+    if (raw) return raw === "unavailable";
+    return TRANSPORT_CODES.has(err.code);
+  }
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && (UNAVAILABLE_CAUSES.has(code) || code.startsWith("08"))) return true;
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== err && isUnavailable(cause);
+}
+
+/** Seconds a client is asked to wait before retrying after a 503 (API.md §1). */
+export const UNAVAILABLE_RETRY_AFTER_S = 1;
+
 export interface DescribedError {
   code: ErrorCode;
   status: number;
@@ -67,9 +119,16 @@ export function describeError(err: unknown): DescribedError {
       if (err.metadata.get(REPLAYED_HEADER) === "true") d.replayed = true;
       return d;
     }
-    if (err.code === Code.Unavailable || err.code === Code.DeadlineExceeded || err.code === Code.Canceled) {
-      return { code: "unavailable", status: 503, message: "a backing service is unavailable; retry" };
-    }
+  }
+  if (isUnavailable(err)) {
+    return { code: "unavailable", status: 503, message: "a backing service is unavailable; retry" };
   }
   return { code: "internal", status: 500, message: "internal error" };
+}
+
+/** A short, stack-free description of a failure, for warn lines. */
+export function causeOf(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === "string" || typeof e?.code === "number" ? `${e.code}: ` : "";
+  return `${code}${typeof e?.message === "string" ? e.message : String(err)}`.slice(0, 300);
 }

@@ -3,6 +3,7 @@ export * from "./client.js";
 export * from "./cursor.js";
 export * from "./errors.js";
 export * from "./fields.js";
+export * from "./health.js";
 export * from "./json.js";
 export * from "./server.js";
 export * from "./service.js";

@@ -1,3 +1,5 @@
+import * as http2 from "node:http2";
+import type { Socket } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ContactService } from "@funil/contracts";
 import { fail } from "@funil/errors";
@@ -79,5 +81,81 @@ describe("service client (issue 2: deadline, retries on unavailable)", () => {
       .catch((e: unknown) => e);
     expect(leak).toMatchObject({ code: Code.Internal, rawMessage: "internal error" });
     expect(describeError(leak)).toEqual({ code: "internal", status: 500, message: "internal error" });
+  });
+});
+
+describe("API §1 unavailable: every way a service can fail mid-request is a 503, never a 500", () => {
+  /** An HTTP/2 server that accepts the call, then fails the way a dying process does. */
+  async function dyingServer(fail: (stream: http2.ServerHttp2Stream, socket: Socket) => void) {
+    const srv = http2.createServer();
+    const sockets: Socket[] = [];
+    srv.on("connection", (socket: Socket) => sockets.push(socket));
+    srv.on("stream", (stream) => {
+      stream.on("error", () => {});
+      fail(stream, sockets.at(-1) as Socket);
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    const port = (srv.address() as { port: number }).port;
+    return {
+      port,
+      close: () => {
+        for (const s of sockets) s.destroy();
+        return new Promise<void>((r) => srv.close(() => r()));
+      },
+    };
+  }
+
+  it.each([
+    [
+      "the process dies: the connection is reset",
+      (_: http2.ServerHttp2Stream, socket: Socket) => socket.resetAndDestroy(),
+    ],
+    ["the connection closes", (_: http2.ServerHttp2Stream, socket: Socket) => socket.destroy()],
+    [
+      "the stream is cut (RST_STREAM)",
+      (st: http2.ServerHttp2Stream) => st.close(http2.constants.NGHTTP2_INTERNAL_ERROR),
+    ],
+    ["the session goes away (GOAWAY)", (st: http2.ServerHttp2Stream) => st.session?.destroy()],
+    [
+      "headers came, then the connection died",
+      (st: http2.ServerHttp2Stream, socket: Socket) => {
+        st.respond({ ":status": 200, "content-type": "application/grpc" });
+        setTimeout(() => socket.resetAndDestroy(), 20);
+      },
+    ],
+  ])("%s → 503 unavailable", async (_, fail) => {
+    const dying = await dyingServer(fail);
+    try {
+      const started = Date.now();
+      const err = await rpcClient(ContactService, `http://127.0.0.1:${dying.port}`, 5000)
+        .upsertContact({ workspaceId: "ws" })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectError);
+      expect(describeError(err)).toMatchObject({ status: 503, code: "unavailable" });
+      // At once, not at the deadline.
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await dying.close();
+    }
+  });
+
+  it("a refused connection → 503 unavailable", async () => {
+    const err = await rpcClient(ContactService, "http://127.0.0.1:9", 2000)
+      .upsertContact({ workspaceId: "ws" })
+      .catch((e: unknown) => e);
+    expect(describeError(err)).toMatchObject({ status: 503, code: "unavailable" });
+  });
+
+  it("a store connection lost inside a handler → 503 unavailable; a bug stays a 500", async () => {
+    const lost = Object.assign(new Error("write CONNECTION_CLOSED 127.0.0.1:5432"), {
+      code: "CONNECTION_CLOSED",
+    });
+    expect(describeError(lost)).toMatchObject({ status: 503, code: "unavailable" });
+    expect(
+      describeError(Object.assign(new Error("terminating connection"), { code: "57P01" })),
+    ).toMatchObject({
+      status: 503,
+    });
+    expect(describeError(new TypeError("x is undefined"))).toMatchObject({ status: 500, code: "internal" });
   });
 });

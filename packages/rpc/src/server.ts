@@ -1,41 +1,38 @@
 import * as http2 from "node:http2";
-import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { DomainError } from "@funil/errors";
 import type { Logger } from "pino";
-import { toConnectError } from "./errors.js";
+import { causeOf, isUnavailable, toConnectError } from "./errors.js";
+import { HealthService, type HealthSources, healthService } from "./health.js";
 
 /**
  * Server side: a DomainError becomes its ConnectError (code and details in
- * metadata); any error that is not a deliberate ConnectError is logged and
- * answered as a bare Internal (never SQL or stack traces); a lost database
- * connection is Unavailable, so callers can retry.
+ * metadata); any other error that is not a deliberate ConnectError is
+ * answered with a stable code and nothing else (never SQL or stack traces): a
+ * lost store connection is `unavailable` (one warn line, no stack: an outage,
+ * not a bug, and callers retry), anything else is `internal`, logged with its
+ * stack.
  */
-function errorInterceptor(log: Logger): Interceptor {
+export function errorInterceptor(log: Logger): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);
     } catch (err) {
       if (err instanceof DomainError) throw toConnectError(err);
       if (err instanceof ConnectError) throw err;
-      const code = (err as { code?: string }).code;
-      if (
-        code === "ECONNREFUSED" ||
-        code === "CONNECTION_CLOSED" ||
-        code === "CONNECT_TIMEOUT" ||
-        code === "57P01"
-      ) {
-        log.warn({ err, method: req.method.name }, "dependency unavailable");
-        throw new ConnectError("dependency unavailable", Code.Unavailable);
+      if (isUnavailable(err)) {
+        log.warn({ method: req.method.name, cause: causeOf(err) }, "dependency unavailable");
+        throw toConnectError(new DomainError("unavailable", "dependency unavailable"));
       }
       log.error({ err, method: req.method.name }, "unhandled error");
-      throw new ConnectError("internal error", Code.Internal);
+      throw toConnectError(new DomainError("internal", "internal error"));
     }
   };
 }
 
 /**
- * Serves Connect, gRPC and gRPC-web on cleartext HTTP/2 and returns a close()
+ * Serves Connect, gRPC and gRPC-web (and the HealthService when given its sources) on cleartext HTTP/2 and returns a close()
  * that stops accepting, lets in-flight calls finish, then closes sessions.
  */
 export async function startRpcServer(opts: {
@@ -43,9 +40,16 @@ export async function startRpcServer(opts: {
   host?: string;
   routes: (router: ConnectRouter) => void;
   log: Logger;
+  /** What the service's HealthService reports (every service serves one). */
+  health?: HealthSources;
 }): Promise<{ port: number; close(): Promise<void> }> {
+  const health = opts.health;
+  const routes = (router: ConnectRouter) => {
+    opts.routes(router);
+    if (health) router.service(HealthService, healthService(health));
+  };
   const server = http2.createServer(
-    connectNodeAdapter({ routes: opts.routes, interceptors: [errorInterceptor(opts.log)] }),
+    connectNodeAdapter({ routes, interceptors: [errorInterceptor(opts.log)] }),
   );
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {

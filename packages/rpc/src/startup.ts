@@ -1,5 +1,12 @@
 import type { ConnectRouter } from "@connectrpc/connect";
-import { connectBus, ensureStreams, type NatsConnection, publisher } from "@funil/bus";
+import {
+  type Consumer,
+  connectBus,
+  ensureStreams,
+  type NatsConnection,
+  publisher,
+  watchBus,
+} from "@funil/bus";
 import { type Clock, createLogger, type Logger, type Naming, naming } from "@funil/config";
 import {
   migrate,
@@ -10,6 +17,8 @@ import {
   type TransactionSql,
   writeEvent,
 } from "@funil/db";
+import { causeOf } from "./errors.js";
+import type { HealthSources } from "./health.js";
 import { startRpcServer } from "./server.js";
 
 /** What every service gets from the shared startup, to wire its own rooms with. */
@@ -39,12 +48,16 @@ export interface Wired {
   routes: (router: ConnectRouter) => void;
   /** The service's own background work (consumers…), stopped before the shared parts. */
   stop?: () => Promise<void>;
+  /** Its consumers, whose redeliveries and lag the HealthService reports (/metrics). */
+  consumers?: Consumer[];
+  /** Its own dependencies, reported by the HealthService beside the database and the bus. */
+  dependencies?: HealthSources["dependencies"];
 }
 
 /**
  * The start of every service (DESIGN.md "A service, room by room"): its
  * database created and migrated, the bus and its streams, the outbox relay,
- * the Idempotency-Key sweep, then `wire` builds the service's stores and
+ * the Idempotency-Key sweep, the HealthService (/readyz, /metrics), then `wire` builds the service's stores and
  * handlers on top, and its Connect server listens. stop() undoes it all in
  * reverse, letting calls in flight finish.
  */
@@ -82,12 +95,21 @@ export async function startService(opts: {
     now: () => clock.now(),
     onError: (err) => log.warn({ err }, "idempotency cleanup failed, will retry"),
   });
+  // An outage is one line when it starts and one when it ends, without a stack: not a bug.
   const relay = startOutboxRelay({
     sql,
     publish: publisher(nc),
-    onError: (err) => log.warn({ err }, "outbox relay: publish failed, will retry"),
+    onError: (err) => log.warn({ cause: causeOf(err) }, "outbox relay: publish failing, retrying"),
+    onRecover: (r) => log.info(r, "outbox relay: publishing again"),
   });
-  const server = await startRpcServer({ port: opts.port, host: config.HOST, log, routes: wired.routes });
+  const bus = watchBus(nc, { log, onReconnect: relay.wake });
+  const server = await startRpcServer({
+    port: opts.port,
+    host: config.HOST,
+    log,
+    routes: wired.routes,
+    health: { service: name, sql, bus, relay, consumers: wired.consumers, dependencies: wired.dependencies },
+  });
   log.info({ port: server.port }, `${name} listening`);
 
   return {

@@ -20,11 +20,51 @@ export function problemsOf(error: z.ZodError, where: Part): ErrorDetail[] {
 }
 
 /**
+ * Where a NUL character hides in a value (PostgreSQL text and jsonb cannot
+ * hold one), or undefined. Iterative, so no nesting depth overflows it.
+ */
+export function nulPath(value: unknown): string | undefined {
+  const stack: Array<[unknown, string]> = [[value, ""]];
+  while (stack.length > 0) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === "string") {
+      if (v.includes("\u0000")) return path;
+    } else if (Array.isArray(v)) {
+      for (const [i, item] of v.entries()) stack.push([item, path ? `${path}.${i}` : String(i)]);
+    } else if (v && typeof v === "object") {
+      for (const [k, item] of Object.entries(v)) {
+        const at = path ? `${path}.${k}` : k;
+        if (k.includes("\u0000")) return at;
+        stack.push([item, at]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** PostgreSQL cannot store a NUL character: a value holding one is a 400 naming where it is. */
+export function refuseNul(value: unknown, where: Part): void {
+  const nul = nulPath(value);
+  if (nul !== undefined)
+    throw invalid(
+      [
+        {
+          path: nul ? `${where}.${nul}` : where,
+          message: "strings may not contain the NUL character (\\u0000)",
+        },
+      ],
+      where,
+    );
+}
+
+/**
  * The one way a field rule is applied, by the gateway (HTTP) and by the
  * service that owns the data (gRPC): parses `value` with `schema` or throws
- * validation_failed naming every problem.
+ * validation_failed naming every problem. A string with a NUL character is
+ * refused whatever the schema says (README: decisions).
  */
 export function check<S extends z.ZodType>(schema: S, value: unknown, where: Part): z.output<S> {
+  refuseNul(value, where);
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   throw invalid(problemsOf(result.error, where), where);

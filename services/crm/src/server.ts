@@ -3,7 +3,7 @@ import type { Clock } from "@funil/config";
 import type { TransactionSql } from "@funil/db";
 import { type Infra, startService } from "@funil/rpc";
 import type { CrmConfig } from "./config.js";
-import { routes } from "./rpc/routes.js";
+import { type CrmDeps, routes } from "./rpc/routes.js";
 import { contactWire, dealWire, noteWire, pipelineWire, taskWire } from "./rpc/wire.js";
 import { contactStore } from "./store/contacts.js";
 import { customFieldStore } from "./store/custom-fields.js";
@@ -14,13 +14,50 @@ import { noteStore } from "./store/notes.js";
 import { pipelineStore } from "./store/pipelines.js";
 import { taskStore } from "./store/tasks.js";
 
-const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
+export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
 /** An event whose data is the resource as the API returns it, written in the change's transaction. */
 const emitter =
-  <R extends { workspaceId: string }>(infra: Infra, json: (r: R) => unknown, at: (r: R) => Date) =>
+  <R extends { workspaceId: string }>(
+    infra: Pick<Infra, "emit">,
+    json: (r: R) => unknown,
+    at: (r: R) => Date,
+  ) =>
   (tx: TransactionSql, type: string, r: R) =>
     infra.emit(tx, { type, workspaceId: r.workspaceId, occurredAt: at(r), data: json(r) });
+
+/** The stores on one database, each emitting its events through the outbox. */
+export function crmDeps(infra: Pick<Infra, "sql" | "emit" | "clock">): CrmDeps {
+  const { sql, clock } = infra;
+  const pipelines = pipelineStore(
+    sql,
+    emitter(infra, pipelineWire.json, (p) => p.createdAt),
+  );
+  return {
+    contacts: contactStore(
+      sql,
+      emitter(infra, contactWire.json, (c) => c.updatedAt),
+    ),
+    customFields: customFieldStore(sql),
+    members: memberStore(sql),
+    pipelines,
+    deals: dealStore(
+      sql,
+      pipelines,
+      emitter(infra, dealWire.json, (d) => d.updatedAt),
+    ),
+    funnel: funnelStore(sql),
+    tasks: taskStore(
+      sql,
+      emitter(infra, taskWire.json, (t) => t.updatedAt),
+    ),
+    notes: noteStore(
+      sql,
+      emitter(infra, noteWire.json, (n) => n.createdAt),
+    ),
+    clock,
+  };
+}
 
 /** crm: contacts, deals, pipelines, funnel, tasks, notes, custom fields and members. */
 export function start(config: CrmConfig, clock: Clock) {
@@ -30,38 +67,6 @@ export function start(config: CrmConfig, clock: Clock) {
     port: config.CRM_PORT,
     clock,
     migrations,
-    wire: (infra) => {
-      const { sql } = infra;
-      const pipelines = pipelineStore(
-        sql,
-        emitter(infra, pipelineWire.json, (p) => p.createdAt),
-      );
-      return {
-        routes: routes({
-          contacts: contactStore(
-            sql,
-            emitter(infra, contactWire.json, (c) => c.updatedAt),
-          ),
-          customFields: customFieldStore(sql),
-          members: memberStore(sql),
-          pipelines,
-          deals: dealStore(
-            sql,
-            pipelines,
-            emitter(infra, dealWire.json, (d) => d.updatedAt),
-          ),
-          funnel: funnelStore(sql),
-          tasks: taskStore(
-            sql,
-            emitter(infra, taskWire.json, (t) => t.updatedAt),
-          ),
-          notes: noteStore(
-            sql,
-            emitter(infra, noteWire.json, (n) => n.createdAt),
-          ),
-          clock,
-        }),
-      };
-    },
+    wire: (infra) => ({ routes: routes(crmDeps(infra)) }),
   });
 }

@@ -1,8 +1,6 @@
-import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import { fail } from "@funil/errors";
-import { check, type Part, type z } from "@funil/schemas";
+import { check, type Part, refuseNul, type z } from "@funil/schemas";
 import Fastify, { type FastifyReply, type FastifyServerOptions } from "fastify";
 import {
   jsonSchemaTransform,
@@ -10,9 +8,11 @@ import {
   type ZodTypeProvider,
 } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
+import { healthChecks, readyzRoute } from "./health.js";
 import { authPlugin } from "./plugins/auth.js";
 import { errorBody, errorsPlugin } from "./plugins/errors.js";
 import { metricsPlugin } from "./plugins/metrics.js";
+import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { appointmentRoutes } from "./routes/v1/appointments.js";
 import { calendarRoutes } from "./routes/v1/calendars.js";
@@ -23,14 +23,6 @@ import { noteRoutes } from "./routes/v1/notes.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
-
-function hasNul(value: unknown): boolean {
-  if (typeof value === "string") return value.includes("\u0000");
-  if (Array.isArray(value)) return value.some(hasNul);
-  if (value && typeof value === "object")
-    return Object.entries(value).some(([k, v]) => k.includes("\u0000") || hasNul(v));
-  return false;
-}
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -86,16 +78,16 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     if (draining) reply.header("connection", "close");
   });
   app.addHook("onClose", async () => clearInterval(draining));
-  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route.
-  app.addHook("preValidation", async (req, reply) => {
-    if (hasNul(req.body) || hasNul(req.query) || hasNul(req.params))
-      return reply
-        .code(400)
-        .send(errorBody("validation_failed", "strings may not contain the NUL character (\\u0000)"));
+  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route, as the services do.
+  app.addHook("preValidation", async (req) => {
+    refuseNul(req.params, "path");
+    refuseNul(req.query, "query");
+    refuseNul(req.body, "body");
   });
 
   await app.register(errorsPlugin);
-  await app.register(metricsPlugin);
+  const health = healthChecks(ctx);
+  await app.register(metricsPlugin, { register: health.registerMetrics });
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
@@ -116,33 +108,17 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
-    const checks = await Promise.allSettled([
-      ctx.sql`select 1`,
-      ctx.redis.ping(),
-      ctx.crm.customFields.listCustomFields({ workspaceId: "readyz" }, { timeoutMs: 2000 }),
-      ctx.scheduling.calendars.listCalendars({ workspaceId: "readyz" }, { timeoutMs: 2000 }),
-    ]);
-    const names = ["database", "redis", "crm", "scheduling"];
-    const failed = names.filter((_, i) => checks[i]?.status === "rejected");
-    if (failed.length > 0)
-      return reply.code(503).send(errorBody("unavailable", `not ready: ${failed.join(", ")}`));
-    return { status: "ready" };
-  });
+  readyzRoute(app, health);
   app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
     async (v1) => {
       await v1.register(authPlugin, { keys: ctx.keys });
-      await v1.register(rateLimit, {
-        hook: "preHandler",
-        max: ctx.config.RATE_LIMIT_MAX,
-        timeWindow: ctx.config.RATE_LIMIT_WINDOW_MS,
+      await v1.register(rateLimitPlugin, {
         redis: ctx.redis,
-        nameSpace: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
-        skipOnError: true,
-        keyGenerator: (req) => req.caller?.keyId ?? req.ip,
-        errorResponseBuilder: () => fail("rate_limited", "too many requests for this key; see retry-after"),
+        prefix: `funil:${ctx.config.FUNIL_ENV ?? "default"}:rl:`,
+        max: ctx.config.RATE_LIMIT_MAX,
+        windowMs: ctx.config.RATE_LIMIT_WINDOW_MS,
       });
       await v1.register(contactRoutes(ctx));
       await v1.register(dealRoutes(ctx));

@@ -3,12 +3,12 @@ import { type Clock, createLogger, naming, systemClock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
 import { clientsOf, startRpcServer } from "@funil/rpc";
-import { Redis } from "ioredis";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
 import { type GatewayConfig, serviceUrl } from "./config.js";
 import type { ServiceClients } from "./context.js";
 import { keyResolver } from "./key-cache.js";
+import { openRedis } from "./redis.js";
 import { keyStore } from "./store/keys.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -19,7 +19,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"));
   await migrate(sql, migrations);
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  const redis = openRedis(config.REDIS_URL, log);
   const store = keyStore(sql);
   const keys = keyResolver({
     store,
@@ -27,7 +27,8 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
     redis,
     channel: `funil:${config.FUNIL_ENV ?? "default"}:keys`,
   });
-  await keys.ready;
+  // Redis away at start must not keep the gateway down: the key cache then runs on its offline lifetime.
+  await Promise.race([keys.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
   const clients = Object.fromEntries(
     (Object.keys(SERVICES) as Array<keyof typeof SERVICES>).map((name) => [
       name,
@@ -54,6 +55,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
       await app.close();
       await auth.close();
       await keys.close();
+      redis.removeAllListeners("close");
       redis.disconnect();
       await sql.end({ timeout: 5 });
     },

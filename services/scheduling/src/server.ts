@@ -3,7 +3,6 @@ import type { Clock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
 import { clientsOf, startService } from "@funil/rpc";
 import { Redis } from "ioredis";
-import { Registry } from "prom-client";
 import type { SchedulingConfig } from "./config.js";
 import { crmDirectory } from "./crm.js";
 import { routes } from "./rpc/routes.js";
@@ -30,7 +29,6 @@ function guardRedis(url: string) {
 
 /** scheduling: calendars, slots and meetings. */
 export async function start(config: SchedulingConfig, clock: Clock) {
-  const registry = new Registry();
   const redis = guardRedis(config.REDIS_URL);
   const service = await startService({
     name: "scheduling",
@@ -46,7 +44,6 @@ export async function start(config: SchedulingConfig, clock: Clock) {
         redis,
         prefix: `funil:${config.FUNIL_ENV ?? "default"}:scheduling:`,
         log: infra.log,
-        registry,
       });
       return {
         routes: routes({
@@ -63,11 +60,12 @@ export async function start(config: SchedulingConfig, clock: Clock) {
           crm: crmDirectory(clientsOf(SERVICES.crm, config.CRM_URL, config.UPSTREAM_TIMEOUT_MS)),
           clock,
         }),
+        dependencies: async () => [await guard.check()],
         stop: async () => {
           redis.disconnect();
         },
       };
     },
   });
-  return { ...service, registry };
+  return service;
 }

@@ -1,10 +1,33 @@
 import { DomainError } from "@funil/errors";
-import { ConnectError, describeError } from "@funil/rpc";
-import type { FastifyError, FastifyInstance } from "fastify";
+import {
+  ConnectError,
+  causeOf,
+  type DescribedError,
+  describeError,
+  UNAVAILABLE_RETRY_AFTER_S,
+} from "@funil/rpc";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 
 export function errorBody(code: string, message: string, details?: Array<{ path: string; message: string }>) {
   return { error: details ? { code, message, details } : { code, message } };
+}
+
+/**
+ * An outage's 503 is one warn line per request without a stack, and tells the
+ * client when to retry; any other 5xx is a bug: an error line with its stack
+ * (the request id comes with req.log).
+ */
+function answer(req: FastifyRequest, reply: FastifyReply, err: unknown) {
+  const described: DescribedError = describeError(err);
+  if (described.code === "unavailable") {
+    req.log.warn({ cause: causeOf(err) }, "upstream unavailable");
+    reply.header("retry-after", String(UNAVAILABLE_RETRY_AFTER_S));
+  } else if (described.status >= 500) {
+    req.log.error({ err }, "request failed");
+  }
+  if (described.replayed) reply.header("idempotent-replayed", "true");
+  return reply.code(described.status).send(errorBody(described.code, described.message, described.details));
 }
 
 /**
@@ -13,14 +36,7 @@ export function errorBody(code: string, message: string, details?: Array<{ path:
  */
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    if (err instanceof DomainError || err instanceof ConnectError) {
-      const described = describeError(err);
-      if (described.status >= 500) req.log.error({ err }, "request failed");
-      if (described.replayed) reply.header("idempotent-replayed", "true");
-      return reply
-        .code(described.status)
-        .send(errorBody(described.code, described.message, described.details));
-    }
+    if (err instanceof DomainError || err instanceof ConnectError) return answer(req, reply, err);
     if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
       return reply
         .code(415)
@@ -33,9 +49,7 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
       // Fastify's own 4xx (malformed JSON, empty body with a JSON content type…).
       return reply.code(400).send(errorBody("validation_failed", err.message));
     }
-    const described = describeError(err);
-    if (described.status >= 500) req.log.error({ err }, "request failed");
-    return reply.code(described.status).send(errorBody(described.code, described.message, described.details));
+    return answer(req, reply, err);
   });
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send(errorBody("not_found", `no route ${req.method} ${req.url.split("?")[0]}`));

@@ -2,9 +2,13 @@ import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
 
-/** Prometheus text at GET /metrics: request counts and latency by route and status. */
-export const metricsPlugin = fp(async (app: FastifyInstance) => {
+/**
+ * Prometheus text at GET /metrics: request counts and latency by route and
+ * status, plus what `register` adds (the services' outboxes and consumers).
+ */
+export const metricsPlugin = fp(async (app: FastifyInstance, opts: { register?: (r: Registry) => void }) => {
   const registry = new Registry();
+  opts.register?.(registry);
   collectDefaultMetrics({ register: registry, prefix: "funil_gateway_" });
   const labelNames = ["method", "route", "status"] as const;
   const requests = new Counter({

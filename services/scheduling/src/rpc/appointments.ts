@@ -110,10 +110,8 @@ export function appointmentService(deps: {
       const count = () => appointments.dayCount(d.calendarId, d.localDay);
       const place = await guard.reservePlace(d.calendarId, d.localDay, d.dailyCap, count);
       if (place === "full") {
-        if ((await count()) >= d.dailyCap) {
-          guard.turnedAwayFull();
+        if ((await count()) >= d.dailyCap)
           throw fail("daily_cap_reached", "this calendar's day is at its cap of meetings");
-        }
         return await work();
       }
       try {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "@funil/config";
+import type { DependencyStatus } from "@funil/rpc";
 import type { Redis } from "ioredis";
-import { Counter, Gauge, type Registry } from "prom-client";
 import type { LocalDay } from "../local-time.js";
 
 /**
@@ -11,7 +11,9 @@ import type { LocalDay } from "../local-time.js";
  * exclusion constraint and the day_counts check decide every booking, so a
  * lost lock, a stale counter or Redis being down can never double-book or
  * pass a cap. When Redis fails, bookings go on under PostgreSQL's guards alone
- * (logged, and funil_scheduling_redis_up is 0); counters that are missing (a
+ * (logged once, and /readyz and /metrics show scheduling's redis dependency
+ * down: funil_dependency_up{service="scheduling",dependency="redis"} 0);
+ * counters that are missing (a
  * restart, an outage, their expiry) are rebuilt from PostgreSQL.
  */
 
@@ -32,26 +34,9 @@ if tonumber(n) >= tonumber(ARGV[1]) then return 0 end
 return redis.call('INCR', KEYS[1])`;
 const UNRESERVE = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0`;
 
-export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger; registry: Registry }) {
+export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger }) {
   const { redis, prefix, log } = opts;
-  const up = new Gauge({
-    name: "funil_scheduling_redis_up",
-    help: "1 while Redis answers the booking guard; 0 while bookings rely on PostgreSQL's guards alone",
-    registers: [opts.registry],
-  });
-  const failures = new Counter({
-    name: "funil_scheduling_redis_failures_total",
-    help: "Redis commands of the booking guard that failed (the booking went on without them)",
-    registers: [opts.registry],
-  });
-  const turnedAway = new Counter({
-    name: "funil_scheduling_turned_away_total",
-    help: "Bookings Redis turned away before PostgreSQL, by reason",
-    labelNames: ["reason"] as const,
-    registers: [opts.registry],
-  });
   let healthy = true;
-  up.set(1);
 
   /** Runs a Redis command; on failure notes the outage once and answers `fallback`. */
   async function attempt<T>(what: string, fallback: T, fn: () => Promise<T>): Promise<T> {
@@ -59,15 +44,12 @@ export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger; 
       const value = await fn();
       if (!healthy) {
         healthy = true;
-        up.set(1);
         log.info("redis answers again: the booking guard is back in front of PostgreSQL");
       }
       return value;
     } catch (err) {
-      failures.inc();
       if (healthy) {
         healthy = false;
-        up.set(0);
         log.warn(
           { err: (err as Error).message, what },
           "redis unavailable: bookings go on under PostgreSQL's guards alone",
@@ -91,10 +73,7 @@ export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger; 
           ? ("claimed" as const)
           : ("taken" as const),
       );
-      if (claimed === "taken") {
-        turnedAway.inc({ reason: "slot_taken" });
-        return "taken";
-      }
+      if (claimed === "taken") return "taken";
       if (claimed === "skipped") return noop;
       return async () => {
         await attempt("release", 0, () => redis.eval(RELEASE, 1, key, token) as Promise<number>);
@@ -134,15 +113,21 @@ export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger; 
       };
     },
 
-    /** Counted as turned away: Redis said full and PostgreSQL agreed. */
-    turnedAwayFull: () => turnedAway.inc({ reason: "daily_cap_reached" }),
-
     /** After a change PostgreSQL made to days' counts (cancel, move, keyed booking): rebuilt on next use. */
     async forgetDays(calendarId: string, days: LocalDay[]): Promise<void> {
       await attempt("forget", 0, () => redis.del(...days.map((d) => dayKey(calendarId, d))));
     },
 
-    healthy: () => healthy,
+    /** The redis dependency for the HealthService: not required, bookings go on without it. */
+    async check(): Promise<DependencyStatus> {
+      const ok = await attempt("ping", false, async () => (await redis.ping()) === "PONG");
+      return {
+        name: "redis",
+        required: false,
+        ok,
+        detail: ok ? "" : "unreachable: bookings rely on PostgreSQL's guards alone",
+      };
+    },
   };
 }
 export type BookingGuard = ReturnType<typeof bookingGuard>;

@@ -1,0 +1,294 @@
+import { Code, type ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { type Clock, naming } from "@funil/config";
+import { SERVICES } from "@funil/contracts";
+import { migrate, openDatabase, type Sql, writeEvent } from "@funil/db";
+import { describeError, errorInterceptor, REPLAYED_HEADER } from "@funil/rpc";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { crmDeps, migrations } from "../server.js";
+import { routes } from "./routes.js";
+
+/**
+ * crm's handlers in-process (DESIGN.md: createRouterTransport on the real test
+ * database): every branch of decode → domain → store → encode, without a
+ * network in between. End-to-end tests prove the wiring.
+ */
+const names = naming(`${process.env.FUNIL_TEST_ENV}_handlers`);
+let sql: Sql;
+let now = new Date("2026-11-23T10:00:00.000Z");
+const clock: Clock = { now: () => now };
+type Clients = {
+  [K in keyof typeof SERVICES.crm]: ReturnType<typeof createClient<(typeof SERVICES.crm)[K]>>;
+};
+let crm: Clients;
+
+beforeAll(async () => {
+  sql = await openDatabase(
+    process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    names.database("crm"),
+  );
+  await migrate(sql, migrations);
+  const deps = crmDeps({
+    sql,
+    clock,
+    emit: async (tx, event) => {
+      await writeEvent(tx, (type) => names.subject(`events.${type}`), event);
+    },
+  });
+  // The same error interceptor as the real server: domain errors become ConnectErrors with their code.
+  const transport = createRouterTransport(routes(deps), {
+    router: { interceptors: [errorInterceptor(pino({ level: "silent" }))] },
+  });
+  crm = Object.fromEntries(
+    Object.entries(SERVICES.crm).map(([name, service]) => [name, createClient(service, transport)]),
+  ) as Clients;
+});
+afterAll(async () => {
+  await sql?.end({ timeout: 5 });
+});
+
+let n = 0;
+const ws = () => `ws_h${Date.now()}_${++n}`;
+const failure = (err: unknown) => ({ grpc: (err as ConnectError).code, ...describeError(err) });
+const caught = (p: Promise<unknown>) => p.then(() => undefined, failure);
+
+async function pipeline(workspaceId: string) {
+  const res = await crm.pipelines.createPipeline({ workspaceId, name: "Sales", stageNames: ["A", "B"] });
+  return res.pipeline!;
+}
+async function contact(workspaceId: string, phone = "+55 11 90000-0001") {
+  return (await crm.contacts.upsertContact({ workspaceId, fields: { phone } })).contact!;
+}
+
+describe("contacts handlers (API §5)", () => {
+  it("upsert: created, then found by phone and filled; needs phone or e-mail", async () => {
+    const w = ws();
+    const first = await crm.contacts.upsertContact({ workspaceId: w, fields: { phone: "11 5555-0000" } });
+    expect(first.created).toBe(true);
+    const again = await crm.contacts.upsertContact({
+      workspaceId: w,
+      fields: { phone: "1155550000", name: "Ana", tags: { values: ["lead"] } },
+    });
+    expect(again).toMatchObject({
+      created: false,
+      contact: { id: first.contact!.id, name: "Ana", tags: ["lead"] },
+    });
+    expect(await caught(crm.contacts.upsertContact({ workspaceId: w, fields: { name: "x" } }))).toMatchObject(
+      {
+        grpc: Code.InvalidArgument,
+        code: "validation_failed",
+        details: [{ path: "body.phone", message: "phone or email is required" }],
+      },
+    );
+  });
+
+  it("PATCH: clear through `clear`, an unknown field to clear is named, another contact's phone is contact_conflict", async () => {
+    const w = ws();
+    const a = await contact(w, "1111");
+    await contact(w, "2222");
+    const cleared = await crm.contacts.updateContact({
+      workspaceId: w,
+      id: a.id,
+      fields: { company: "Acme", clear: ["phone"] },
+    });
+    expect(cleared.contact?.company).toBe("Acme");
+    expect(cleared.contact?.phone).toBeUndefined();
+    expect(
+      await caught(crm.contacts.updateContact({ workspaceId: w, id: a.id, fields: { clear: ["status"] } })),
+    ).toMatchObject({
+      code: "validation_failed",
+      details: [{ path: "body.status", message: "unknown field" }],
+    });
+    expect(
+      await caught(crm.contacts.updateContact({ workspaceId: w, id: a.id, fields: { phone: "2222" } })),
+    ).toMatchObject({
+      grpc: Code.AlreadyExists,
+      code: "contact_conflict",
+    });
+    expect(await caught(crm.contacts.getContact({ workspaceId: w, id: "ct_missing" }))).toMatchObject({
+      grpc: Code.NotFound,
+      code: "not_found",
+    });
+  });
+
+  it("lists: limit 0 is the default page, cursors are bound to their filters", async () => {
+    const w = ws();
+    for (const p of ["301", "302", "303"]) await contact(w, p);
+    const page = await crm.contacts.listContacts({ workspaceId: w, limit: 2 });
+    expect(page.data).toHaveLength(2);
+    expect(page.nextCursor).toBeDefined();
+    expect((await crm.contacts.listContacts({ workspaceId: w })).data).toHaveLength(3);
+    expect(
+      await caught(crm.contacts.listContacts({ workspaceId: w, cursor: page.nextCursor!, tag: "vip" })),
+    ).toMatchObject({ code: "invalid_cursor", status: 400 });
+    expect(await caught(crm.contacts.listContacts({ workspaceId: w, limit: 501 }))).toMatchObject({
+      code: "validation_failed",
+      details: [{ path: "query.limit", message: "limit must be between 1 and 500" }],
+    });
+  });
+});
+
+describe("opportunity handlers (API §6, §9)", () => {
+  it("create under an Idempotency-Key: one deal, the replay is marked in a response header, another input is idempotency_key_reused", async () => {
+    const w = ws();
+    const [pl, ct] = [await pipeline(w), await contact(w)];
+    const input = { contactId: ct.id, pipelineId: pl.id, title: "Plano" };
+    const seen: string[] = [];
+    const onHeader = (h: Headers) => seen.push(h.get(REPLAYED_HEADER) ?? "fresh");
+    const first = await crm.opportunities.createOpportunity(
+      { workspaceId: w, input, idempotencyKey: "k1" },
+      { onHeader },
+    );
+    const again = await crm.opportunities.createOpportunity(
+      { workspaceId: w, input, idempotencyKey: "k1" },
+      { onHeader },
+    );
+    expect(again.opportunity).toEqual(first.opportunity);
+    expect(seen).toEqual(["fresh", "true"]);
+    expect(first.opportunity).toMatchObject({ stageId: pl.stages[0]!.id, status: "open", currency: "BRL" });
+    expect(
+      await caught(
+        crm.opportunities.createOpportunity({
+          workspaceId: w,
+          input: { ...input, title: "Other" },
+          idempotencyKey: "k1",
+        }),
+      ),
+    ).toMatchObject({ code: "idempotency_key_reused", status: 422 });
+  });
+
+  it("a remembered failure is thrown again, marked replayed; a validation failure is not remembered", async () => {
+    const w = ws();
+    const ct = await contact(w);
+    const bad = { contactId: ct.id, pipelineId: "pl_nope", title: "x" };
+    const first = await caught(
+      crm.opportunities.createOpportunity({ workspaceId: w, input: bad, idempotencyKey: "k2" }),
+    );
+    expect(first).toMatchObject({ code: "invalid_reference", details: [{ path: "pipelineId" }] });
+    expect(first).not.toHaveProperty("replayed");
+    const again = await caught(
+      crm.opportunities.createOpportunity({ workspaceId: w, input: bad, idempotencyKey: "k2" }),
+    );
+    expect(again).toMatchObject({ code: "invalid_reference", replayed: true });
+    const blank = { contactId: ct.id, pipelineId: "pl_nope", title: "   " };
+    for (let i = 0; i < 2; i++)
+      expect(
+        await caught(
+          crm.opportunities.createOpportunity({ workspaceId: w, input: blank, idempotencyKey: "k3" }),
+        ),
+      ).toMatchObject({
+        code: "validation_failed",
+        details: [{ path: "body.title", message: "title must not be empty" }],
+      });
+    expect(
+      await caught(
+        crm.opportunities.createOpportunity({ workspaceId: w, input: bad, idempotencyKey: "with space" }),
+      ),
+    ).toMatchObject({ code: "validation_failed", details: [{ path: "headers.idempotency-key" }] });
+  });
+
+  it("PATCH: won then open; a stage of another pipeline is invalid_reference; trash then restore", async () => {
+    const w = ws();
+    const [pl, other, ct] = [await pipeline(w), await pipeline(w), await contact(w)];
+    const { opportunity: deal } = await crm.opportunities.createOpportunity({
+      workspaceId: w,
+      input: { contactId: ct.id, pipelineId: pl.id, title: "D", valueCents: 500n },
+    });
+    now = new Date(now.getTime() + 1000);
+    const won = await crm.opportunities.updateOpportunity({
+      workspaceId: w,
+      id: deal!.id,
+      fields: { status: "won" },
+    });
+    expect(won.opportunity).toMatchObject({ status: "won", wonAt: now.toISOString(), valueCents: 500n });
+    const open = await crm.opportunities.updateOpportunity({
+      workspaceId: w,
+      id: deal!.id,
+      fields: { status: "open" },
+    });
+    expect(open.opportunity?.wonAt).toBeUndefined();
+    expect(
+      await caught(
+        crm.opportunities.updateOpportunity({
+          workspaceId: w,
+          id: deal!.id,
+          fields: { stageId: other.stages[0]!.id },
+        }),
+      ),
+    ).toMatchObject({ code: "invalid_reference", details: [{ path: "stageId" }] });
+    await crm.opportunities.trashOpportunity({ workspaceId: w, id: deal!.id });
+    expect(await caught(crm.opportunities.getOpportunity({ workspaceId: w, id: deal!.id }))).toMatchObject({
+      code: "not_found",
+    });
+    await crm.opportunities.restoreOpportunity({ workspaceId: w, id: deal!.id });
+    expect((await crm.opportunities.getOpportunity({ workspaceId: w, id: deal!.id })).opportunity?.id).toBe(
+      deal!.id,
+    );
+  });
+
+  it("funnel: from after to names query.from; an unknown pipeline is invalid_reference", async () => {
+    const w = ws();
+    expect(
+      await caught(
+        crm.funnel.getFunnel({ workspaceId: w, from: "2026-02-01T00:00:00Z", to: "2026-01-01T00:00:00Z" }),
+      ),
+    ).toMatchObject({ code: "validation_failed", details: [{ path: "query.from" }] });
+    expect(await caught(crm.funnel.getFunnel({ workspaceId: w, pipelineId: "pl_nope" }))).toMatchObject({
+      code: "invalid_reference",
+    });
+  });
+});
+
+describe("tasks, notes, members, custom fields handlers", () => {
+  it("tasks: open filter, completed sets completedAt; notes need a member", async () => {
+    const w = ws();
+    const t = await crm.tasks.createTask({ workspaceId: w, fields: { title: "Call" } });
+    await crm.tasks.updateTask({ workspaceId: w, id: t.task!.id, fields: { completed: true } });
+    await crm.tasks.createTask({ workspaceId: w, fields: { title: "Mail" } });
+    expect((await crm.tasks.listTasks({ workspaceId: w, open: true })).data.map((x) => x.title)).toEqual([
+      "Mail",
+    ]);
+    expect((await crm.tasks.listTasks({ workspaceId: w, open: false })).data[0]?.completedAt).toBe(
+      now.toISOString(),
+    );
+    const ct = await contact(w);
+    expect(
+      await caught(
+        crm.notes.createNote({ workspaceId: w, contactId: ct.id, body: "hi", userId: "usr_nope" }),
+      ),
+    ).toMatchObject({
+      code: "invalid_reference",
+      details: [{ path: "userId" }],
+    });
+  });
+
+  it("custom fields: a select needs options; a duplicate fieldKey is a conflict; members need an e-mail", async () => {
+    const w = ws();
+    expect(
+      await caught(
+        crm.customFields.createCustomField({
+          workspaceId: w,
+          entity: "contact",
+          fieldKey: "plan",
+          label: "Plan",
+          type: "select",
+        }),
+      ),
+    ).toMatchObject({
+      code: "validation_failed",
+      details: [{ path: "body.options", message: "a select field needs options" }],
+    });
+    const field = { workspaceId: w, entity: "contact", fieldKey: "plan", label: "Plan", type: "text" };
+    await crm.customFields.createCustomField(field);
+    expect(await caught(crm.customFields.createCustomField(field))).toMatchObject({
+      code: "conflict",
+      status: 409,
+    });
+    expect(
+      await caught(crm.members.createMember({ workspaceId: w, name: "Ana", email: "nope", role: "owner" })),
+    ).toMatchObject({
+      code: "validation_failed",
+      details: [{ path: "body.email" }],
+    });
+  });
+});

@@ -1,0 +1,209 @@
+import { type CheckResponse, HealthService, SERVICES, type ServiceName } from "@funil/contracts";
+import type { Sql } from "@funil/db";
+import { causeOf, rpcClient } from "@funil/rpc";
+import type { FastifyInstance } from "fastify";
+import type { Redis } from "ioredis";
+import { Gauge, type Registry } from "prom-client";
+import { type GatewayConfig, serviceUrl } from "./config.js";
+
+/** A dependency as /readyz shows it; `required` ones make it 503 when down. */
+interface Check {
+  ok: boolean;
+  required: boolean;
+  detail?: string;
+  dependencies?: Record<string, Check>;
+}
+
+const HEALTH_TIMEOUT_MS = 1000;
+
+/**
+ * /readyz and the per-service part of /metrics. Readiness rules (README
+ * §Operations): 503 when the gateway's PostgreSQL, a service, or a service's
+ * PostgreSQL is down — requests would fail; 200 "degraded" when only Redis
+ * (rate limit and key cache go local) or NATS (events wait in the outboxes)
+ * is away — requests still succeed.
+ */
+export function healthChecks(deps: { sql: Sql; redis: Redis; config: GatewayConfig }) {
+  // Every service of the one list serves a HealthService beside its own (packages/rpc startService).
+  const services = Object.fromEntries(
+    (Object.keys(SERVICES) as ServiceName[]).map((name) => [
+      name,
+      rpcClient(HealthService, serviceUrl(deps.config, name), HEALTH_TIMEOUT_MS),
+    ]),
+  );
+  const within = <T>(work: Promise<T>) =>
+    Promise.race([
+      work,
+      new Promise<never>((_, reject) =>
+        setTimeout(
+          () => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)),
+          HEALTH_TIMEOUT_MS,
+        ).unref(),
+      ),
+    ]);
+  const ask = () =>
+    Promise.all(
+      Object.entries(services).map(async ([name, client]) => {
+        const res = await client
+          .check({}, { timeoutMs: HEALTH_TIMEOUT_MS })
+          .catch((err: unknown) => err as Error);
+        return [name, res] as const;
+      }),
+    );
+
+  async function readiness() {
+    const [database, services] = await Promise.all([
+      within(deps.sql`select 1`).then(
+        () => ({ ok: true, required: true }),
+        (err: unknown) => ({ ok: false, required: true, detail: causeOf(err) }),
+      ),
+      ask(),
+    ]);
+    const checks: Record<string, Check> = {
+      postgresql: database,
+      redis:
+        deps.redis.status === "ready"
+          ? { ok: true, required: false }
+          : { ok: false, required: false, detail: `redis ${deps.redis.status}` },
+    };
+    let busSeen = false;
+    let busDown: string[] = [];
+    for (const [name, res] of services) {
+      if (res instanceof Error) {
+        checks[name] = { ok: false, required: true, detail: "not answering" };
+        continue;
+      }
+      const dependencies = Object.fromEntries(
+        res.dependencies.map((d) => [
+          d.name,
+          { ok: d.ok, required: d.required, ...(d.detail ? { detail: d.detail } : {}) },
+        ]),
+      );
+      const ok = res.dependencies.every((d) => d.ok || !d.required);
+      checks[name] = { ok, required: true, dependencies };
+      const nats = res.dependencies.find((d) => d.name === "nats");
+      if (nats) {
+        busSeen = true;
+        if (!nats.ok) busDown = [...busDown, name];
+      }
+    }
+    if (busSeen)
+      checks.nats = busDown.length
+        ? { ok: false, required: false, detail: `disconnected from ${busDown.join(", ")}` }
+        : { ok: true, required: false };
+    const failed = Object.entries(checks).filter(([, c]) => !c.ok);
+    const status = failed.some(([, c]) => c.required) ? "unavailable" : failed.length ? "degraded" : "ready";
+    return { status, checks, failed: failed.map(([n]) => n) };
+  }
+
+  /** Gauges read from every service at scrape time (one Check per service per scrape). */
+  function registerMetrics(registry: Registry) {
+    let scrape: { at: number; answers: Promise<Array<readonly [string, CheckResponse | Error]>> } | undefined;
+    const answers = () => {
+      if (!scrape || Date.now() - scrape.at > 500) scrape = { at: Date.now(), answers: ask() };
+      return scrape.answers;
+    };
+    const gauge = (
+      name: string,
+      help: string,
+      labelNames: string[],
+      fill: (g: Gauge, name: string, res: CheckResponse) => void,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers: [registry],
+        async collect() {
+          this.reset();
+          for (const [service, res] of await answers()) if (!(res instanceof Error)) fill(this, service, res);
+        },
+      });
+    new Gauge({
+      name: "funil_service_up",
+      help: "1 when the service answers its health check",
+      labelNames: ["service"],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const [service, res] of await answers()) this.set({ service }, res instanceof Error ? 0 : 1);
+      },
+    });
+    gauge(
+      "funil_dependency_up",
+      "1 when the service reaches the dependency",
+      ["service", "dependency"],
+      (g, service, res) => {
+        for (const d of res.dependencies) g.set({ service, dependency: d.name }, d.ok ? 1 : 0);
+      },
+    );
+    gauge(
+      "funil_outbox_backlog",
+      "events written but not yet acknowledged by NATS",
+      ["service"],
+      (g, service, res) => {
+        if (res.outbox) g.set({ service }, res.outbox.backlog);
+      },
+    );
+    gauge(
+      "funil_outbox_oldest_age_seconds",
+      "age of the oldest unpublished event",
+      ["service"],
+      (g, service, res) => {
+        if (res.outbox) g.set({ service }, res.outbox.oldestAgeMs / 1000);
+      },
+    );
+    gauge(
+      "funil_outbox_publish_failures_total",
+      "failed relay publish attempts since the service started",
+      ["service"],
+      (g, service, res) => {
+        if (res.outbox) g.set({ service }, res.outbox.publishFailures);
+      },
+    );
+    gauge(
+      "funil_consumer_redeliveries_total",
+      "messages redelivered to the service's consumer",
+      ["service", "consumer"],
+      (g, service, res) => {
+        for (const c of res.consumers) g.set({ service, consumer: c.name }, c.redeliveries);
+      },
+    );
+    gauge(
+      "funil_consumer_lag_seconds",
+      "age of the last message the consumer handled, when it handled it",
+      ["service", "consumer"],
+      (g, service, res) => {
+        for (const c of res.consumers) g.set({ service, consumer: c.name }, c.lagMs / 1000);
+      },
+    );
+    gauge(
+      "funil_consumer_pending",
+      "messages the consumer has not acknowledged yet",
+      ["service", "consumer"],
+      (g, service, res) => {
+        for (const c of res.consumers)
+          if (c.pending !== undefined) g.set({ service, consumer: c.name }, c.pending);
+      },
+    );
+  }
+
+  return { readiness, registerMetrics };
+}
+export type HealthChecks = ReturnType<typeof healthChecks>;
+
+/** GET /readyz: the checks in the body; 503 (with the error body) when a required one failed. */
+export function readyzRoute(app: FastifyInstance, health: HealthChecks) {
+  app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
+    const { status, checks, failed } = await health.readiness();
+    if (status === "unavailable") {
+      reply.header("retry-after", "1");
+      return reply.code(503).send({
+        error: { code: "unavailable", message: `not ready: ${failed.join(", ")}` },
+        status,
+        checks,
+      });
+    }
+    return { status, checks };
+  });
+}

@@ -1,0 +1,127 @@
+/**
+ * What the chaos run writes, one workload per service. Each one writes through the gateway the way a
+ * careful client does (retrying with the same Idempotency-Key, or the same upsert, until it gets an
+ * answer), remembers what was accepted, and afterwards checks that every accepted write is there once
+ * and has exactly one event. A new service adds its workload to WORKLOADS.
+ */
+export interface Api {
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
+  admin(method: string, path: string, body?: unknown): Promise<Answer>;
+}
+export interface Answer {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: JSON bodies
+  body: any;
+}
+export interface EventEnvelope {
+  id: string;
+  type: string;
+  workspaceId: string;
+  occurredAt: string;
+  // biome-ignore lint/suspicious/noExplicitAny: JSON bodies
+  data: any;
+}
+export interface Workload {
+  name: string;
+  /** Before the faults: what the writes need (through the admin API). */
+  setup(api: Api, workspaceId: string): Promise<void>;
+  /** Write number n; `send` retries until a final answer and returns it. */
+  write(send: Send, n: number): Promise<void>;
+  /** After the faults: every accepted write present once, with one *.created event each. */
+  verify(api: Api, events: EventEnvelope[], check: Check): Promise<void>;
+}
+export type Send = (
+  method: string,
+  path: string,
+  body: unknown,
+  headers?: Record<string, string>,
+) => Promise<Answer>;
+export type Check = (ok: boolean, message: string) => void;
+
+function crmWorkload(): Workload {
+  const contacts = new Map<string, string>(); // phone → id
+  const deals = new Map<string, string>(); // Idempotency-Key → id
+  let pipelineId = "";
+  let firstContact = "";
+  const run = Math.random().toString(36).slice(2, 8);
+  return {
+    name: "crm: contacts and deals",
+    async setup(api, workspaceId) {
+      const p = await api.admin("POST", `/workspaces/${workspaceId}/pipelines`, {
+        name: "Chaos",
+        stages: [{ name: "New" }, { name: "Won" }],
+      });
+      if (p.status !== 201) throw new Error(`pipeline: ${p.status}`);
+      pipelineId = p.body.id;
+      const c = await api.call("POST", "/contacts", {
+        name: "Anchor",
+        phone: `+55 11 9${run.replace(/\D/g, "1")}0000`,
+      });
+      firstContact = c.body.id;
+    },
+    async write(send, n) {
+      if (n % 2 === 0) {
+        const phone = `+55 21 ${String(n).padStart(9, "0")}`;
+        const res = await send("POST", "/contacts", { name: `Chaos ${n}`, phone });
+        if (res.status === 200 || res.status === 201) contacts.set(phone, res.body.id);
+      } else {
+        const key = `chaos-${run}-${n}`;
+        const res = await send(
+          "POST",
+          "/opportunities",
+          { contactId: firstContact, pipelineId, title: `Deal ${n}` },
+          { "idempotency-key": key },
+        );
+        if (res.status === 201) deals.set(key, res.body.id);
+      }
+    },
+    async verify(api, events, check) {
+      const created = (type: string) => {
+        const count = new Map<string, number>();
+        for (const e of events) if (e.type === type) count.set(e.data.id, (count.get(e.data.id) ?? 0) + 1);
+        return count;
+      };
+      const contactEvents = created("contact.created");
+      for (const [phone, id] of contacts) {
+        const found = await api.call("GET", `/contacts?phone=${encodeURIComponent(phone)}`);
+        check(
+          found.status === 200 && found.body.data.length === 1 && found.body.data[0].id === id,
+          `contact ${phone} is there once (${found.status}, ${found.body?.data?.length})`,
+        );
+        check(
+          contactEvents.get(id) === 1,
+          `contact ${id} has one contact.created event (${contactEvents.get(id)})`,
+        );
+      }
+      const dealEvents = created("opportunity.created");
+      const listed = new Set<string>();
+      let cursor: string | null = null;
+      do {
+        const page: Answer = await api.call(
+          "GET",
+          `/opportunities?pipelineId=${pipelineId}&limit=500${cursor ? `&cursor=${cursor}` : ""}`,
+        );
+        for (const d of page.body.data) listed.add(d.id);
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      check(
+        listed.size === deals.size,
+        `one deal per Idempotency-Key (${listed.size} deals, ${deals.size} keys)`,
+      );
+      for (const [key, id] of deals) {
+        check(listed.has(id), `the deal of ${key} is there`);
+        check(
+          dealEvents.get(id) === 1,
+          `deal ${id} has one opportunity.created event (${dealEvents.get(id)})`,
+        );
+      }
+      check(
+        contacts.size > 0 && deals.size > 0,
+        `writes were accepted (${contacts.size} contacts, ${deals.size} deals)`,
+      );
+    },
+  };
+}
+
+export const WORKLOADS: Array<() => Workload> = [crmWorkload];
