@@ -73,7 +73,14 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       const ws = await adminCall("POST", "/workspaces", { name: "Chaos" });
       const key = await adminCall("POST", `/workspaces/${ws.body.id}/keys`, {
         name: "chaos",
-        scopes: ["contacts.read", "contacts.write", "opportunities.read", "opportunities.write"],
+        scopes: [
+          "contacts.read",
+          "contacts.write",
+          "opportunities.read",
+          "opportunities.write",
+          "calendars.read",
+          "calendars.write",
+        ],
       });
       const api: Api = {
         call: (method, path, body, headers = {}) =>
@@ -107,7 +114,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       const writers = Array.from({ length: WRITERS }, async () => {
         while (writing) {
           const i = n++;
-          await workloads[i % workloads.length]!.write(send, i);
+          await workloads[i % workloads.length]!.write(send, Math.floor(i / workloads.length));
         }
       });
 
@@ -148,6 +155,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
         () => restart("NATS", nats),
         () => killGateway(),
         () => restart("Redis", redis),
+        () => killService("scheduling"),
       ];
       const started = Date.now();
       for (let i = 0; Date.now() - started < SECONDS * 1000; i++) {
@@ -161,7 +169,9 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       // Everything published: the outbox is empty.
       await until(async () => {
         const metrics = await fetch(`${base}/metrics`).then((r) => r.text());
-        return /funil_outbox_backlog\{service="crm"\} 0\b/.test(metrics);
+        return ["crm", "scheduling"].every((service) =>
+          new RegExp(`funil_outbox_backlog\\{service="${service}"\\} 0\\b`).test(metrics),
+        );
       });
       const events = await readStream(nats.url);
       const timed = events.filter((e) => e.envelope.workspaceId === ws.body.id);
@@ -197,7 +207,9 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       console.log(`chaos run: ${JSON.stringify(summary, null, 2)}`);
       expect(problems).toEqual([]);
       expect(answers.get("500") ?? 0).toBe(0);
-      expect([...answers.keys()].every((s) => ["200", "201", "503", "409", "cut"].includes(s))).toBe(true);
+      expect([...answers.keys()].every((s) => ["200", "201", "503", "409", "422", "cut"].includes(s))).toBe(
+        true,
+      );
       expect(lags.at(-1)).toBeLessThan(2000);
     },
     (SECONDS + 120) * 1000,

@@ -124,4 +124,107 @@ function crmWorkload(): Workload {
   };
 }
 
-export const WORKLOADS: Array<() => Workload> = [crmWorkload];
+/**
+ * scheduling: bookings under an Idempotency-Key, two assignees, three writes per time (the third
+ * collides with the first) and a daily cap below what is asked of a day. Afterwards: no assignee in
+ * two meetings at once, no day above its cap, one meeting and one meeting.booked per accepted key.
+ */
+function schedulingWorkload(): Workload {
+  const booked = new Map<string, string>(); // Idempotency-Key → id
+  const run = Math.random().toString(36).slice(2, 8);
+  const cap = 20;
+  const base = Date.parse(new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10));
+  let calendar = { id: "", key: "" };
+  const assignees: string[] = [];
+  let contactId = "";
+  return {
+    name: "scheduling: bookings",
+    async setup(api, workspaceId) {
+      for (const i of [1, 2]) {
+        const m = await api.admin("POST", `/workspaces/${workspaceId}/members`, {
+          name: `Closer ${i}`,
+          email: `closer${i}.${run}@chaos.test`,
+          role: "atendente",
+        });
+        if (m.status !== 201) throw new Error(`member: ${m.status}`);
+        assignees.push(m.body.id);
+      }
+      const cal = await api.admin("POST", `/workspaces/${workspaceId}/calendars`, {
+        key: `chaos-${run}`,
+        name: "Chaos",
+        durationMin: 30,
+        dailyCap: cap,
+        timezone: "UTC",
+        assigneeUserIds: assignees,
+        availability: [0, 1, 2, 3, 4, 5, 6].map((weekday) => ({ weekday, start: "00:00", end: "24:00" })),
+      });
+      if (cal.status !== 201) throw new Error(`calendar: ${cal.status}`);
+      calendar = cal.body;
+      const c = await api.call("POST", "/contacts", { name: "Booker", email: `booker.${run}@chaos.test` });
+      contactId = c.body.id;
+    },
+    async write(send, n) {
+      const key = `chaos-apt-${run}-${n}`;
+      const slot = Math.floor(n / 3);
+      const res = await send(
+        "POST",
+        "/appointments",
+        {
+          calendarId: calendar.id,
+          contactId,
+          startAt: new Date(base + slot * 30 * 60_000).toISOString(),
+          assigneeUserId: assignees[n % 2],
+        },
+        { "idempotency-key": key },
+      );
+      if (res.status === 201) booked.set(key, res.body.id);
+    },
+    async verify(api, events, check) {
+      const meetings: Array<{ id: string; startAt: string; endAt: string; assigneeUserId: string }> = [];
+      let cursor: string | null = null;
+      do {
+        const path = `/appointments?calendarKey=${calendar.key}&limit=500${cursor ? `&cursor=${cursor}` : ""}`;
+        let page: Answer = await api.call("GET", path);
+        // The last fault may be a killed scheduling process that is still coming back.
+        for (let i = 0; page.status === 503 && i < 40; i++) {
+          await new Promise((r) => setTimeout(r, 250));
+          page = await api.call("GET", path);
+        }
+        if (page.status !== 200)
+          throw new Error(`GET /appointments: ${page.status} ${JSON.stringify(page.body)}`);
+        meetings.push(...page.body.data);
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      const ids = new Set(meetings.map((m) => m.id));
+      check(
+        ids.size === booked.size,
+        `one meeting per accepted key (${ids.size} meetings, ${booked.size} keys)`,
+      );
+      const bookedEvents = new Map<string, number>();
+      for (const e of events)
+        if (e.type === "meeting.booked") bookedEvents.set(e.data.id, (bookedEvents.get(e.data.id) ?? 0) + 1);
+      for (const [key, id] of booked) {
+        check(ids.has(id), `the meeting of ${key} is there`);
+        check(
+          bookedEvents.get(id) === 1,
+          `meeting ${id} has one meeting.booked event (${bookedEvents.get(id)})`,
+        );
+      }
+      for (const a of assignees) {
+        const own = meetings
+          .filter((m) => m.assigneeUserId === a)
+          .sort((x, y) => x.startAt.localeCompare(y.startAt));
+        const overlaps = own.filter((m, i) => i > 0 && m.startAt < own[i - 1]!.endAt).length;
+        check(overlaps === 0, `assignee ${a} is never in two meetings at once (${overlaps} overlaps)`);
+      }
+      const perDay = new Map<string, number>();
+      for (const m of meetings)
+        perDay.set(m.startAt.slice(0, 10), (perDay.get(m.startAt.slice(0, 10)) ?? 0) + 1);
+      const over = [...perDay].filter(([, count]) => count > cap);
+      check(over.length === 0, `no day above its cap of ${cap} (${JSON.stringify(over)})`);
+      check(booked.size > 0, `bookings were accepted (${booked.size})`);
+    },
+  };
+}
+
+export const WORKLOADS: Array<() => Workload> = [crmWorkload, schedulingWorkload];
