@@ -214,11 +214,21 @@ describe("operations endpoints (API §1)", () => {
             nats: { ok: true, required: false },
           },
         },
+        scheduling: {
+          ok: true,
+          required: true,
+          dependencies: {
+            postgresql: { ok: true, required: true },
+            nats: { ok: true, required: false },
+            redis: { ok: true, required: false },
+          },
+        },
       },
     });
     const metrics = await fetch(`${gatewayUrl()}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/funil_service_up\{service="crm"\} 1/);
     expect(metrics).toMatch(/funil_dependency_up\{service="crm",dependency="nats"\} 1/);
+    expect(metrics).toMatch(/funil_dependency_up\{service="scheduling",dependency="redis"\} 1/);
     expect(metrics).toMatch(/funil_outbox_backlog\{service="crm"\} \d+/);
     expect(metrics).toMatch(/funil_outbox_oldest_age_seconds\{service="crm"\} [\d.e-]+/);
     expect(metrics).toMatch(/funil_outbox_publish_failures_total\{service="crm"\} \d+/);

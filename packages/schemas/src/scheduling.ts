@@ -45,9 +45,7 @@ export const createCalendarBody = z
   })
   .meta({ id: "CalendarCreate" });
 
-export const slotsQuery = z
-  .strictObject({ from: timestamp.optional(), to: timestamp.optional() })
-  .meta({ id: "SlotsQuery" });
+export const slotsQuery = z.strictObject({ from: timestamp.optional(), to: timestamp.optional() });
 
 export const appointmentStatusFilter = z.enum(["scheduled", "canceled", "all"]);
 export const appointmentStatus = z.enum(["scheduled", "canceled"]);
