@@ -151,15 +151,17 @@ try {
   const fillRate = MEETINGS / ((Date.now() - started) / 1000);
   log(`fill: ${Math.round(fillRate)} bookings/s`);
 
-  const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  // GETs carry no content-type: an empty JSON body is a 400.
+  const auth = { authorization: `Bearer ${key}` };
+  const headers = { ...auth, "content-type": "application/json" };
   const rows = [];
-  rows.push(await measure("GET /calendars (baseline)", { path: "/api/v1/calendars", headers }));
+  rows.push(await measure("GET /calendars (baseline)", { path: "/api/v1/calendars", headers: auth }));
   const from = new Date(day0).toISOString();
   const to = new Date(day0 + 31 * 86_400_000).toISOString();
   rows.push(
     await measure(`GET /calendars/{id}/slots, 31 days, 10 assignees, ${MEETINGS} meetings`, {
       path: `/api/v1/calendars/${cal.id}/slots?from=${from}&to=${to}`,
-      headers,
+      headers: auth,
     }),
   );
   // Distinct free times: a fresh calendar day range far ahead, one request per time and assignee.
