@@ -70,7 +70,9 @@ const must = async (p) => {
 async function measure(title, opts) {
   const procs = pids();
   const before = Object.fromEntries(Object.entries(procs).map(([n, p]) => [n, cpuOf(p)]));
-  const r = await autocannon({ url: base, duration: SECONDS, connections: 16, ...opts });
+  const { path: target = "/", ...rest } = opts;
+  // autocannon takes the path in the url; a `path` option would be ignored (every request to /).
+  const r = await autocannon({ url: `${base}${target}`, duration: SECONDS, connections: 16, ...rest });
   const done = r.requests.total || 1;
   const cpu = Object.fromEntries(
     Object.entries(procs).map(([n, p]) => [n, Math.round((cpuOf(p) - before[n]) / done)]),
