@@ -142,6 +142,7 @@ export function appointmentService(deps: {
       };
       const { rows, nextCursor } = await keysetPage<AppointmentRecord>({
         list: LIST,
+        workspaceId: req.workspaceId,
         filters: bound,
         cursor,
         limit,
