@@ -10,7 +10,7 @@ import {
   RecordOutcomeRequestSchema,
   RescheduleAppointmentRequestSchema,
 } from "@funil/contracts";
-import { requestFingerprint } from "@funil/db";
+import { requestFingerprint, type TransactionSql } from "@funil/db";
 import { type ErrorDetail, fail, invalidReference, notFound } from "@funil/errors";
 import { fromApiJson, keysetPage, plainOf, REPLAYED_HEADER } from "@funil/rpc";
 import {
@@ -57,8 +57,9 @@ export function appointmentService(deps: {
     workspaceId: string,
     body: z.output<typeof createAppointmentBody>,
     now: Date,
+    tx?: TransactionSql,
   ): Promise<BookingDraft> {
-    const calendar = await calendars.get(workspaceId, body.calendarId);
+    const calendar = await calendars.get(workspaceId, body.calendarId, tx);
     if (!calendar)
       throw invalidReference([
         { path: "calendarId", message: `no calendar ${body.calendarId} in this workspace` },
@@ -181,7 +182,7 @@ export function appointmentService(deps: {
       );
       const result = await appointments.bookOnce(
         { workspaceId: ws, key, fingerprint: requestFingerprint("CreateAppointment", plain) },
-        () => prepare(ws, body, now),
+        (tx) => prepare(ws, body, now, tx),
         now,
         (a) => appointmentWire.json(a),
       );

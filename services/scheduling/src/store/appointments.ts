@@ -159,16 +159,17 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
     /**
      * Book under an Idempotency-Key: the key's claim and the meeting commit
      * together (API.md §9). `prepare` checks the request inside the key's
-     * transaction, so its failures are remembered and a replay never runs it.
+     * transaction (reading through it, never through a second connection of
+     * the pool), so its failures are remembered and a replay never runs it.
      */
     async bookOnce(
       request: IdempotencyRequest,
-      prepare: () => Promise<BookingDraft>,
+      prepare: (tx: TransactionSql) => Promise<BookingDraft>,
       now: Date,
       encode: (a: AppointmentRecord) => unknown,
     ) {
       return withIdempotency(sql, request, { now, encode }, async (tx) =>
-        bookIn(tx, request.workspaceId, await prepare(), now),
+        bookIn(tx, request.workspaceId, await prepare(tx), now),
       );
     },
 

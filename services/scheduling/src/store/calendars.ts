@@ -1,4 +1,4 @@
-import { isUniqueViolation, newId, type Sql } from "@funil/db";
+import { isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
 import { fail } from "@funil/errors";
 import type { Window } from "../slots.js";
 
@@ -51,8 +51,13 @@ export function calendarStore(sql: Sql) {
         select * from calendars where workspace_id = ${workspaceId} order by created_at, id`;
     },
 
-    async get(workspaceId: string, id: string): Promise<CalendarRecord | undefined> {
-      const [row] = await sql<CalendarRecord[]>`
+    /** `db` is the caller's transaction when there is one: a second pool connection could wait forever. */
+    async get(
+      workspaceId: string,
+      id: string,
+      db: Sql | TransactionSql = sql,
+    ): Promise<CalendarRecord | undefined> {
+      const [row] = await db<CalendarRecord[]>`
         select * from calendars where workspace_id = ${workspaceId} and id = ${id}`;
       return row;
     },
