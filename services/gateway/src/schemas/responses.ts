@@ -3,13 +3,22 @@ import {
   ContactSchema,
   CustomFieldSchema,
   FunnelSchema,
+  InteractionSchema,
   MemberSchema,
   NoteSchema,
   OpportunitySchema,
   PipelineSchema,
   TaskSchema,
 } from "@funil/contracts";
-import { contactStatus, dealStatus, fieldEntity, fieldType, z } from "@funil/schemas";
+import {
+  contactStatus,
+  dealStatus,
+  fieldEntity,
+  fieldType,
+  interactionActor,
+  interactionDirection,
+  z,
+} from "@funil/schemas";
 
 /**
  * Response schemas are derived from the contracts, field by field, the way
@@ -106,3 +115,6 @@ export const customField = apiSchema(CustomFieldSchema, {
   narrow: { entity: fieldEntity, type: fieldType },
 }).meta({ id: "CustomField" });
 export const member = apiSchema(MemberSchema).meta({ id: "Member" });
+export const interaction = apiSchema(InteractionSchema, {
+  narrow: { direction: interactionDirection, actor: interactionActor },
+}).meta({ id: "Interaction" });
