@@ -139,7 +139,7 @@ try {
   const [at] = await db`
     select created_at, id from interactions where workspace_id = ${ws.id}
     order by created_at desc, id desc offset ${depth - 1} limit 1`;
-  const deep = encodeCursor("interactions", {}, [at.created_at.toISOString(), at.id]);
+  const deep = encodeCursor("interactions", { workspaceId: ws.id }, [at.created_at.toISOString(), at.id]);
 
   const scenarios = [
     ["baseline: GET /members", "/api/v1/members"],

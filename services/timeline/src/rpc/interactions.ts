@@ -28,6 +28,7 @@ export function interactionService(deps: {
       };
       const { rows, nextCursor } = await keysetPage<InteractionRow>({
         list: LIST,
+        workspaceId: req.workspaceId,
         filters: bound,
         cursor,
         limit,
