@@ -7,6 +7,9 @@ import type { InteractionStore } from "../store/interactions.js";
 import type { SummaryStore } from "../store/summaries.js";
 import { handler } from "./dead-letter.js";
 
+/** Ingest messages one process handles at once (the database pool has 10 connections). */
+const INGEST_CONCURRENCY = 8;
+
 /**
  * The timeline's durable consumers (API.md §8), shared by every copy of the
  * service: the inbox (messages and reassignments), calls and e-mails from
@@ -34,23 +37,41 @@ export async function startConsumers(
   });
 
   const onError = (err: unknown) => log.warn({ cause: causeOf(err) }, "consumer: will retry");
+  // Every write here commutes (keyed inserts, least/greatest, the latest assignment wins), so a
+  // process handles several messages at once rather than leave the database idle between them.
+  const concurrency = INGEST_CONCURRENCY;
   const ingestStream = names.stream("INGEST");
   return Promise.all([
     consume(
       infra.nc,
-      { stream: ingestStream, durable: "timeline-inbox", filterSubject: names.subject("ingest.inbox.>") },
+      {
+        stream: ingestStream,
+        durable: "timeline-inbox",
+        filterSubject: names.subject("ingest.inbox.>"),
+        concurrency,
+      },
       ingest,
       onError,
     ),
     consume(
       infra.nc,
-      { stream: ingestStream, durable: "timeline-calls", filterSubject: names.subject("ingest.call") },
+      {
+        stream: ingestStream,
+        durable: "timeline-calls",
+        filterSubject: names.subject("ingest.call"),
+        concurrency,
+      },
       ingest,
       onError,
     ),
     consume(
       infra.nc,
-      { stream: ingestStream, durable: "timeline-emails", filterSubject: names.subject("ingest.email") },
+      {
+        stream: ingestStream,
+        durable: "timeline-emails",
+        filterSubject: names.subject("ingest.email"),
+        concurrency,
+      },
       ingest,
       onError,
     ),
