@@ -127,7 +127,8 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       const writers = Array.from({ length: WRITERS }, async () => {
         while (writing) {
           const i = n++;
-          await workloads[i % workloads.length]!.write(send, i);
+          // Each workload numbers its own writes 0, 1, 2…, however many workloads share the writers.
+          await workloads[i % workloads.length]!.write(send, Math.floor(i / workloads.length));
         }
       });
 
