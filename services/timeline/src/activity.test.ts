@@ -54,5 +54,6 @@ describe("activity ledger (API.md §6 lastActivityAt)", () => {
   it("events about other things are not in the ledger", () => {
     expect(ledgerItemOf(event("contact.updated", { id: "c1" }))).toEqual({});
     expect(ledgerItemOf(event("pipeline.created", { id: "p1" }))).toEqual({});
+    expect(ledgerItemOf(event("webhook.something", { no: "id" }))).toEqual({});
   });
 });

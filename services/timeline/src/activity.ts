@@ -20,14 +20,16 @@ export interface Activity {
 
 const id = z.string().min(1).max(200);
 const at = timestamp.transform((v) => parseTimestamp(v)!);
+// Only what the ledger reads is checked: events it does not use may carry anything.
 const envelope = z.object({
   id,
   type: z.string().min(1).max(100),
   workspaceId: id,
   occurredAt: at,
-  data: z.object({ id, opportunityId: id.nullable().optional() }).loose(),
+  data: z.record(z.string(), z.unknown()),
 });
 const dealData = z.object({ id, contactId: id, createdAt: at });
+const activityData = z.object({ id, opportunityId: id.nullable().optional() });
 
 /**
  * What a domain event means for the ledger (API.md §6, §8). Every event
@@ -42,20 +44,22 @@ export function ledgerItemOf(event: unknown): { deal?: DealSeen; activity?: Acti
     const d = check(dealData, e.data, "body");
     const deal = { workspaceId: e.workspaceId, id: d.id, contactId: d.contactId, createdAt: d.createdAt };
     if (e.type === "opportunity.created") return { deal };
-    return { deal, activity: activityOf(e, d.id) };
+    return { deal, activity: activityOf(e, d.id, d.id) };
   }
-  if ((resource === "task" || resource === "note" || resource === "meeting") && e.data.opportunityId)
-    return { activity: activityOf(e, e.data.opportunityId) };
+  if (resource === "task" || resource === "note" || resource === "meeting") {
+    const a = check(activityData, e.data, "body");
+    if (a.opportunityId) return { activity: activityOf(e, a.opportunityId, a.id) };
+  }
   return {};
 }
 
-function activityOf(e: z.output<typeof envelope>, opportunityId: string): Activity {
+function activityOf(e: z.output<typeof envelope>, opportunityId: string, targetId: string): Activity {
   return {
     eventId: e.id,
     workspaceId: e.workspaceId,
     opportunityId,
     type: e.type,
-    targetId: e.data.id,
+    targetId,
     at: e.occurredAt,
   };
 }
