@@ -151,7 +151,7 @@ try {
     ["GET /interactions?contactId=…", `/api/v1/interactions?contactId=${contact.id}`],
     [
       "GET /interactions?userId=…&channel=whatsapp,call",
-      "/api/v1/interactions?userId=u7&channel=whatsapp,call",
+      "/api/v1/interactions?userId=u8&channel=whatsapp,call",
     ],
     ["GET /contacts/{id} (crm + timeline)", `/api/v1/contacts/${contact.id}`],
     ["GET /opportunities/{id} (crm + timeline)", `/api/v1/opportunities/${deal.id}`],
