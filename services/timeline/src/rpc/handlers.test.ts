@@ -20,6 +20,7 @@ beforeAll(async () => {
   sql = await openDatabase(
     process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
     names.database("timeline"),
+    { max: 2 },
   );
   await migrate(sql, migrations);
   deps = timelineDeps(sql);
