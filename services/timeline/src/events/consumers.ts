@@ -7,7 +7,7 @@ import type { InteractionStore } from "../store/interactions.js";
 import type { SummaryStore } from "../store/summaries.js";
 import { handler } from "./dead-letter.js";
 
-/** Ingest messages one process handles at once (the database pool has 10 connections). */
+/** Ingest messages one process handles at once; past the pool (DATABASE_POOL_MAX) they wait for a connection. */
 const INGEST_CONCURRENCY = 8;
 
 /**
