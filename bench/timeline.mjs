@@ -5,7 +5,7 @@
 // same run (GET /members: the cheapest route through gateway → service → database). Then the ingest
 // throughput of one timeline process draining a backlog of BENCH_INGEST messages (default 100 000; the
 // issue's is 1 000 000). Prints progress; appends the results to bench/RESULTS-timeline.md.
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -15,6 +15,7 @@ import postgres from "postgres";
 import { encodeCursor } from "../packages/rpc/dist/cursor.js";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
+import { cpuSeconds, rssMb } from "./procstat.mjs";
 
 const ROWS = Number(process.env.BENCH_INTERACTIONS ?? 500_000);
 const BACKLOG = Number(process.env.BENCH_INGEST ?? 100_000);
@@ -64,14 +65,8 @@ async function call(method, path, body, key) {
   return res.json();
 }
 
-/** CPU time (µs) and resident memory (MiB) of a process, from /proc. */
-function usage(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 per second)
-  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
-  return { cpuUs: ticks * 10_000, rssMiB: rss };
-}
+/** CPU time (µs) and resident memory (MiB) of a process, from /proc (bench/procstat.mjs). */
+const usage = (pid) => ({ cpuUs: (cpuSeconds(pid) ?? 0) * 1e6, rssMiB: rssMb(pid) ?? 0 });
 const PROCESSES = ["gateway", "crm", "timeline"];
 
 try {
