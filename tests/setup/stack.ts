@@ -14,6 +14,7 @@ declare module "vitest" {
     authUrl: string;
     crmUrl: string;
     schedulingUrl: string;
+    timelineUrl: string;
   }
 }
 
@@ -57,6 +58,7 @@ export default async function setup(project: TestProject) {
   project.provide("authUrl", stack.env.AUTH_URL);
   project.provide("crmUrl", stack.env.CRM_URL);
   project.provide("schedulingUrl", stack.env.SCHEDULING_URL);
+  project.provide("timelineUrl", stack.env.TIMELINE_URL);
   return async () => {
     await stack.stop();
   };

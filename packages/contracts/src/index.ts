@@ -11,4 +11,6 @@ export * from "./gen/funil/gateway/v1/auth_pb.js";
 export * from "./gen/funil/health/v1/health_pb.js";
 export * from "./gen/funil/scheduling/v1/appointments_pb.js";
 export * from "./gen/funil/scheduling/v1/calendars_pb.js";
+export * from "./gen/funil/timeline/v1/interactions_pb.js";
+export * from "./gen/funil/timeline/v1/summaries_pb.js";
 export * from "./services.js";

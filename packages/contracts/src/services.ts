@@ -8,6 +8,8 @@ import { PipelineService } from "./gen/funil/crm/v1/pipelines_pb.js";
 import { TaskService } from "./gen/funil/crm/v1/tasks_pb.js";
 import { AppointmentService } from "./gen/funil/scheduling/v1/appointments_pb.js";
 import { CalendarService } from "./gen/funil/scheduling/v1/calendars_pb.js";
+import { InteractionService } from "./gen/funil/timeline/v1/interactions_pb.js";
+import { SummaryService } from "./gen/funil/timeline/v1/summaries_pb.js";
 
 /**
  * Every backend service and the Connect services it serves, written once: the
@@ -25,6 +27,10 @@ export const SERVICES = {
     funnel: FunnelService,
     tasks: TaskService,
     notes: NoteService,
+  },
+  timeline: {
+    interactions: InteractionService,
+    summaries: SummaryService,
   },
   scheduling: { calendars: CalendarService, appointments: AppointmentService },
 } as const;

@@ -5,6 +5,7 @@ import {
   ContactSchema,
   CustomFieldSchema,
   FunnelSchema,
+  InteractionSchema,
   MemberSchema,
   NoteSchema,
   OpportunitySchema,
@@ -19,6 +20,8 @@ import {
   dealStatus,
   fieldEntity,
   fieldType,
+  interactionActor,
+  interactionDirection,
   z,
 } from "@funil/schemas";
 
@@ -130,3 +133,6 @@ export const slot = apiSchema(SlotSchema).meta({ id: "Slot" });
 export const appointment = apiSchema(AppointmentSchema, {
   narrow: { status: appointmentStatus, outcome: appointmentOutcome.nullable() },
 }).meta({ id: "Appointment" });
+export const interaction = apiSchema(InteractionSchema, {
+  narrow: { direction: interactionDirection, actor: interactionActor },
+}).meta({ id: "Interaction" });
