@@ -130,6 +130,12 @@ export interface ConsumerSpec {
   filterSubject: string;
   maxDeliver?: number;
   ackWaitMs?: number;
+  /**
+   * Messages handed out and not yet acknowledged. A message nak'ed with a
+   * delay (a scheduled retry) counts until it is acknowledged, so a consumer
+   * that schedules work far ahead needs more than the server's default 1000.
+   */
+  maxAckPending?: number;
 }
 
 /**
@@ -149,6 +155,7 @@ export async function consume(
     filter_subject: spec.filterSubject,
     max_deliver: spec.maxDeliver ?? -1,
     ack_wait: nanos(spec.ackWaitMs ?? 30_000),
+    ...(spec.maxAckPending === undefined ? {} : { max_ack_pending: spec.maxAckPending }),
   };
   try {
     await jsm.consumers.info(spec.stream, spec.durable);

@@ -6,6 +6,7 @@ import { MemberService } from "./gen/funil/crm/v1/members_pb.js";
 import { NoteService } from "./gen/funil/crm/v1/notes_pb.js";
 import { PipelineService } from "./gen/funil/crm/v1/pipelines_pb.js";
 import { TaskService } from "./gen/funil/crm/v1/tasks_pb.js";
+import { WebhookService } from "./gen/funil/webhooks/v1/webhooks_pb.js";
 
 /**
  * Every backend service and the Connect services it serves, written once: the
@@ -23,6 +24,9 @@ export const SERVICES = {
     funnel: FunnelService,
     tasks: TaskService,
     notes: NoteService,
+  },
+  webhooks: {
+    webhooks: WebhookService,
   },
 } as const;
 export type ServiceName = keyof typeof SERVICES;

@@ -10,4 +10,5 @@ export * from "./notes.js";
 export * from "./pipelines.js";
 export * from "./tasks.js";
 export * from "./time.js";
+export * from "./webhooks.js";
 export * from "./workspace.js";

@@ -20,6 +20,7 @@ import { funnelRoutes } from "./routes/v1/funnel.js";
 import { noteRoutes } from "./routes/v1/notes.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
+import { webhookRoutes } from "./routes/v1/webhooks.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -125,6 +126,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(taskRoutes(ctx));
       await v1.register(noteRoutes(ctx));
       await v1.register(workspaceRoutes(ctx));
+      await v1.register(webhookRoutes(ctx));
     },
     { prefix: "/api/v1" },
   );

@@ -2,14 +2,25 @@ import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf
 import {
   ContactSchema,
   CustomFieldSchema,
+  DeliverySchema,
   FunnelSchema,
   MemberSchema,
   NoteSchema,
   OpportunitySchema,
   PipelineSchema,
+  SubscriptionSchema,
   TaskSchema,
 } from "@funil/contracts";
-import { contactStatus, dealStatus, fieldEntity, fieldType, z } from "@funil/schemas";
+import {
+  contactStatus,
+  dealStatus,
+  deliveryStatus,
+  disabledReason,
+  fieldEntity,
+  fieldType,
+  webhookEvent,
+  z,
+} from "@funil/schemas";
 
 /**
  * Response schemas are derived from the contracts, field by field, the way
@@ -106,3 +117,16 @@ export const customField = apiSchema(CustomFieldSchema, {
   narrow: { entity: fieldEntity, type: fieldType },
 }).meta({ id: "CustomField" });
 export const member = apiSchema(MemberSchema).meta({ id: "Member" });
+
+export const webhook = apiSchema(SubscriptionSchema, {
+  narrow: { events: z.array(webhookEvent), disabledReason: disabledReason.nullable() },
+}).meta({ id: "WebhookSubscription" });
+export const webhookCreated = z
+  .object({ subscription: webhook, secret: z.string().describe("whsec_…: shown only in this answer") })
+  .meta({ id: "WebhookCreated" });
+export const webhookSecret = z
+  .object({ secret: z.string().describe("the new whsec_…; the old one keeps signing for 24 h") })
+  .meta({ id: "WebhookSecret" });
+export const delivery = apiSchema(DeliverySchema, {
+  narrow: { status: deliveryStatus, event: webhookEvent },
+}).meta({ id: "WebhookDelivery" });
