@@ -1,19 +1,32 @@
 # One image recipe for every service: docker build --build-arg SERVICE=crm .
+
+# Only the package manifests, at their paths: the npm ci below is then cached until one of them changes,
+# instead of running again for every change of a source file.
+FROM node:20-bookworm-slim AS manifests
+WORKDIR /src
+COPY . .
+RUN mkdir /manifests && cp package.json package-lock.json .npmrc /manifests/ \
+  && for f in packages/*/package.json services/*/package.json; do \
+       mkdir -p "/manifests/$(dirname "$f")" && cp "$f" "/manifests/$f"; \
+     done
+
 FROM node:20-bookworm-slim AS build
 ENV TURBO_TELEMETRY_DISABLED=1
 WORKDIR /app
+COPY --from=manifests /manifests ./
+RUN npm ci
 COPY . .
-RUN npm ci && npm run build
+RUN npm run build
 # The workspaces go to the runtime stage as they are, but without their own node_modules (dev tools).
 RUN rm -rf packages/*/node_modules services/*/node_modules
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
-COPY --from=build /app/package.json /app/package-lock.json /app/.npmrc ./
+COPY --from=manifests /manifests ./
+RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/packages ./packages
 COPY --from=build /app/services ./services
-RUN npm ci --omit=dev && npm cache clean --force
 # Declared after the install so that the images of all services share the layers above.
 ARG SERVICE
 RUN test -f "services/${SERVICE}/dist/main.js" || { echo "build with --build-arg SERVICE=<service name>"; exit 1; }

@@ -42,6 +42,10 @@ export async function startStack(opts = {}) {
   const taken = new Set();
   const portOf = async (value) => {
     if (!value || Number(value) === 0) return freePort(taken);
+    // A port something already answers on would fool the readiness checks (another stack's gateway
+    // answers /readyz): refuse it before starting anything.
+    if (await isListening("127.0.0.1", Number(value)))
+      throw new Error(`port ${value} is already in use (another npm start?): stop it, or set another PORT`);
     taken.add(Number(value));
     return Number(value);
   };

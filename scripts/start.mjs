@@ -67,7 +67,9 @@ async function shutdown(code) {
   stopping = true;
   say("stopping…");
   await stack.stop();
-  fs.rmSync(stackFile, { force: true });
+  // Only our own file: never the one of another stack that took it over since.
+  const written = fs.existsSync(stackFile) ? JSON.parse(fs.readFileSync(stackFile, "utf8")) : {};
+  if (written.pid === process.pid) fs.rmSync(stackFile, { force: true });
   process.exit(code);
 }
 process.on("SIGINT", () => shutdown(0));

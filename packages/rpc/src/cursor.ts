@@ -50,7 +50,11 @@ export function decodeCursor(
     const ok =
       kind === "number"
         ? typeof v === "number" && Number.isFinite(v)
-        : typeof v === "string" && v.length <= 200 && (kind === "string" || parseTimestamp(v) !== undefined);
+        : typeof v === "string" &&
+          v.length <= 200 &&
+          // A forged NUL would reach PostgreSQL, which refuses it in text.
+          !v.includes("\u0000") &&
+          (kind === "string" || parseTimestamp(v) !== undefined);
     if (!ok) throw bad();
   });
   return p as Position;
@@ -64,6 +68,8 @@ export function decodeCursor(
  */
 export async function keysetPage<R extends { id: string }>(opts: {
   list: string;
+  /** A cursor is bound to its workspace too: another workspace's cursor is invalid_cursor. */
+  workspaceId: string;
   filters: Record<string, unknown>;
   cursor: string | undefined;
   limit: number;
@@ -77,9 +83,10 @@ export async function keysetPage<R extends { id: string }>(opts: {
     throw fail("validation_failed", "limit must be between 1 and 500", [
       { path: "limit", message: "must be between 1 and 500" },
     ]);
+  const bound = { ...opts.filters, workspaceId: opts.workspaceId };
   let after: [Date, string] | undefined;
   if (opts.cursor) {
-    const [at, id] = decodeCursor(opts.cursor, opts.list, opts.filters, ["timestamp", "string"]);
+    const [at, id] = decodeCursor(opts.cursor, opts.list, bound, ["timestamp", "string"]);
     after = [new Date(at as string), id as string];
   }
   const rows = await opts.fetch(limit + 1, after);
@@ -87,7 +94,7 @@ export async function keysetPage<R extends { id: string }>(opts: {
   const last = page[page.length - 1];
   const nextCursor =
     rows.length > limit && last
-      ? encodeCursor(opts.list, opts.filters, [opts.sortKey(last).toISOString(), last.id])
+      ? encodeCursor(opts.list, bound, [opts.sortKey(last).toISOString(), last.id])
       : undefined;
   return { rows: page, nextCursor };
 }

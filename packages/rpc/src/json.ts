@@ -85,26 +85,24 @@ export function fromApiJson<D extends DescMessage>(schema: D, json: unknown): Me
 /**
  * A written record's wire forms, each computed at most once per record: the
  * message for the reply and the API JSON for its event and for a remembered
- * Idempotency-Key result. Whoever asks first pays; the others reuse it.
+ * Idempotency-Key result. A write asks for the JSON first (its event, inside
+ * the transaction), which keeps the message for the reply; a read only wants
+ * the message and keeps nothing.
  */
 export function wireOf<R extends object, D extends DescMessage>(
   schema: D,
   toProto: (r: R) => MessageShape<D>,
 ) {
-  const cache = new WeakMap<R, { proto: MessageShape<D>; json?: Record<string, Json> }>();
-  const entry = (r: R) => {
-    let e = cache.get(r);
-    if (!e) {
-      e = { proto: toProto(r) };
-      cache.set(r, e);
-    }
-    return e;
-  };
+  const written = new WeakMap<R, { proto: MessageShape<D>; json: Record<string, Json> }>();
   return {
-    proto: (r: R) => entry(r).proto,
+    proto: (r: R) => written.get(r)?.proto ?? toProto(r),
     json: (r: R) => {
-      const e = entry(r);
-      e.json ??= toApiJson(schema, e.proto);
+      let e = written.get(r);
+      if (!e) {
+        const proto = toProto(r);
+        e = { proto, json: toApiJson(schema, proto) };
+        written.set(r, e);
+      }
       return e.json;
     },
   };

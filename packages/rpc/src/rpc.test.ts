@@ -1,12 +1,14 @@
 import * as http2 from "node:http2";
 import type { Socket } from "node:net";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ContactService } from "@funil/contracts";
+import { ContactService, UtmSchema } from "@funil/contracts";
 import { fail } from "@funil/errors";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rpcClient } from "./client.js";
 import { describeError } from "./errors.js";
+import { wireOf } from "./json.js";
 import { startRpcServer } from "./server.js";
 
 /** A real Connect server on HTTP/2 whose handlers fail on purpose; the client is the one services use. */
@@ -157,5 +159,30 @@ describe("API §1 unavailable: every way a service can fail mid-request is a 503
       status: 503,
     });
     expect(describeError(new TypeError("x is undefined"))).toMatchObject({ status: 500, code: "internal" });
+  });
+});
+
+describe("wireOf (issue 14: each write encoded once)", () => {
+  it("a written record is turned into its message once, shared by its JSON and the reply", () => {
+    let calls = 0;
+    const wire = wireOf(UtmSchema, (r: { source: string }) => {
+      calls++;
+      return create(UtmSchema, { source: r.source });
+    });
+    const written = { source: "google" };
+    expect(wire.json(written)).toEqual({
+      source: "google",
+      medium: null,
+      campaign: null,
+      term: null,
+      content: null,
+    });
+    expect(wire.json(written)).toBe(wire.json(written));
+    expect(wire.proto(written).source).toBe("google");
+    expect(calls).toBe(1);
+    const read = { source: "lp" };
+    wire.proto(read);
+    wire.proto(read);
+    expect(calls).toBe(3);
   });
 });

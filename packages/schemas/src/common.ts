@@ -76,12 +76,24 @@ export const timestamp = z.iso
   .refine((v) => parseTimestamp(v) !== undefined, "must be a timestamp between the years 1 and 9999");
 
 export const limit = (defaultValue: number) =>
-  z.coerce
-    .number({ message: "limit must be an integer" })
-    .int("limit must be an integer")
-    .min(1, "limit must be between 1 and 500")
-    .max(500, "limit must be between 1 and 500")
-    .default(defaultValue);
+  z
+    .unknown()
+    // A number from gRPC; from a query string plain decimal digits only: `1e1`, ` 10` or `0x10` are
+    // a 400, not whatever Number() makes of them.
+    .transform((v, ctx) => {
+      if (typeof v === "number" || (typeof v === "string" && /^[0-9]{1,4}$/.test(v))) return Number(v);
+      ctx.addIssue({ code: "custom", message: "limit must be an integer between 1 and 500" });
+      return z.NEVER;
+    })
+    .pipe(
+      z
+        .number()
+        .int("limit must be an integer")
+        .min(1, "limit must be between 1 and 500")
+        .max(500, "limit must be between 1 and 500"),
+    )
+    .default(defaultValue)
+    .meta({ type: "integer", minimum: 1, maximum: 500, default: defaultValue });
 
 // Long or malformed cursors are judged by the service, which answers invalid_cursor.
 export const cursor = z.string().min(1).max(10_000);

@@ -1,17 +1,15 @@
-import swagger from "@fastify/swagger";
-import swaggerUi from "@fastify/swagger-ui";
+import compress from "@fastify/compress";
+import cors from "@fastify/cors";
 import { check, type Part, refuseNul, type z } from "@funil/schemas";
-import Fastify, { type FastifyReply, type FastifyServerOptions } from "fastify";
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  type ZodTypeProvider,
-} from "fastify-type-provider-zod";
+import Fastify, { type FastifyServerOptions } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
 import { healthChecks, readyzRoute } from "./health.js";
 import { authPlugin } from "./plugins/auth.js";
-import { errorBody, errorsPlugin } from "./plugins/errors.js";
+import { clientErrorHandler, errorsPlugin, frameworkError } from "./plugins/errors.js";
+import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { metricsPlugin } from "./plugins/metrics.js";
+import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
@@ -45,10 +43,8 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     forceCloseConnections: "idle",
     // Long ids reach the route's own validation (a clear 400) instead of the router's bare 414.
     routerOptions: { maxParamLength: 2000 },
-    // The router's own failures (a malformed percent-encoding…) answer with the error body too.
-    frameworkErrors: (err, _req, reply: FastifyReply) => {
-      reply.code(400).send(errorBody("validation_failed", err.message));
-    },
+    frameworkErrors: frameworkError,
+    clientErrorHandler,
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
   // The request rules are the shared schemas of @funil/schemas, applied by the same check() the services
@@ -85,30 +81,31 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   });
 
   await app.register(errorsPlugin);
+  await app.register(jsonBodyPlugin);
   const health = healthChecks(ctx);
   await app.register(metricsPlugin, { register: health.registerMetrics });
-  await app.register(swagger, {
-    openapi: {
-      openapi: "3.1.0",
-      info: {
-        title: "Funil API",
-        version: "1.0.0",
-        description: "Sales CRM API. See the README for keys and scopes.",
-      },
-      servers: [{ url: "/" }],
-      components: {
-        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "fnl_… API key" } },
-      },
-      security: [{ bearer: [] }],
-    },
-    transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
-  });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  // Browsers may call the API only from the origins the operator lists (none by default).
+  if (ctx.config.CORS_ORIGINS.length > 0)
+    await app.register(cors, {
+      origin: ctx.config.CORS_ORIGINS.includes("*") ? "*" : ctx.config.CORS_ORIGINS,
+      methods: ["GET", "HEAD", "POST", "PATCH", "DELETE"],
+      allowedHeaders: ["authorization", "content-type", "idempotency-key", "x-request-id"],
+      exposedHeaders: [
+        "x-request-id",
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+        "retry-after",
+        "idempotent-replayed",
+      ],
+      maxAge: 600,
+    });
+  // Only when the client asks (accept-encoding) and the answer is worth it: small JSON gains nothing.
+  await app.register(compress, { threshold: 1024, encodings: ["br", "gzip", "deflate"] });
+  await app.register(openapiPlugin);
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
   readyzRoute(app, health);
-  app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(
     async (v1) => {

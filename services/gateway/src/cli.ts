@@ -20,12 +20,16 @@ const USAGE = `usage: npm run admin -- <command>
   member:create <workspaceId> <name> <email> <role>
   member:deactivate <workspaceId> <memberId>
   custom-field:create <workspaceId> <contact|opportunity> <fieldKey> <label> <type> [option,option,…]
-  seed                                              demo workspace, members, pipeline, calendar, key
-environment: GATEWAY_URL (default http://127.0.0.1:$PORT or 8080), ADMIN_TOKEN`;
+  pipeline:create <workspaceId> <name> <stage,stage,…>
+  seed                          demo workspace, members, custom fields, a pipeline and a key (and a
+                                calendar once the scheduling service is installed)
+environment: GATEWAY_URL (default http://127.0.0.1:$PORT or 8080), ADMIN_TOKEN; else the file npm start
+writes, .data/stack.json (.data/stack-<FUNIL_ENV>.json when FUNIL_ENV is set)`;
+
+const STACK_FILE = `.data/stack${process.env.FUNIL_ENV ? `-${process.env.FUNIL_ENV}` : ""}.json`;
 
 function stackFile() {
-  const env = process.env.FUNIL_ENV;
-  const file = fileURLToPath(new URL(`../../../.data/stack${env ? `-${env}` : ""}.json`, import.meta.url));
+  const file = fileURLToPath(new URL(`../../../${STACK_FILE}`, import.meta.url));
   if (!existsSync(file)) return {};
   try {
     return JSON.parse(readFileSync(file, "utf8")) as { gatewayUrl?: string; adminToken?: string };
@@ -39,7 +43,12 @@ const base = process.env.GATEWAY_URL ?? saved.gatewayUrl ?? `http://127.0.0.1:${
 const token = process.env.ADMIN_TOKEN ?? saved.adminToken;
 
 async function call(method: string, path: string, body?: unknown) {
-  if (!token) throw new Error("ADMIN_TOKEN is not set (npm start prints the one it generated)");
+  if (!token)
+    throw new Error(
+      `ADMIN_TOKEN is not set and ${STACK_FILE} has none: start the stack with npm start${
+        process.env.FUNIL_ENV ? "" : " (with the same FUNIL_ENV as the stack, if it has one)"
+      }, or set ADMIN_TOKEN and GATEWAY_URL`,
+    );
   const res = await fetch(`${base}/admin/v1${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
@@ -91,7 +100,7 @@ async function seed() {
       return await call("POST", path, body);
     } catch (err) {
       if ((err as { status?: number }).status === 404)
-        console.error(`(skipped ${what}: not available in this installation)`);
+        console.error(`(no ${what}: its service is not part of this installation yet)`);
       else throw err;
     }
   };
@@ -149,6 +158,13 @@ async function main(argv: string[]) {
           label: args[3],
           type: args[4],
           ...(args[5] ? { options: list(args[5]) } : {}),
+        }),
+      );
+    case "pipeline:create":
+      return print(
+        await call("POST", `/workspaces/${args[0]}/pipelines`, {
+          name: args[1],
+          stages: list(args[2]).map((name) => ({ name })),
         }),
       );
     case "seed":

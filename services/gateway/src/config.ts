@@ -23,6 +23,24 @@ export const gatewayConfig = baseEnv.extend({
   /** How long a resolved key is cached; revocations and scope changes invalidate at once. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** Origins browsers may call the API from, comma-separated (`*`: any); unset: no CORS. */
+  CORS_ORIGINS: z
+    .string()
+    .default("")
+    .transform((v) =>
+      v
+        .split(",")
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(
+        z.union([
+          z.literal("*"),
+          z.string().regex(/^https?:\/\/[^/\s]+$/, "origins are scheme://host[:port]"),
+        ]),
+      ),
+    ),
 });
 export type GatewayConfig = z.output<typeof gatewayConfig>;
 

@@ -52,6 +52,7 @@ export function contactService(deps: {
       const bound = { ...given, status: given.status ?? "active" };
       const { rows, nextCursor } = await keysetPage<ContactRecord>({
         list: LIST,
+        workspaceId: req.workspaceId,
         filters: bound,
         cursor,
         limit,

@@ -103,6 +103,7 @@ export function opportunityService(deps: {
       };
       const { rows, nextCursor } = await keysetPage<DealRecord>({
         list: LIST,
+        workspaceId: req.workspaceId,
         filters: bound,
         cursor,
         limit,

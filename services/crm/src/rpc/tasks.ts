@@ -50,6 +50,7 @@ export function taskService(deps: { tasks: TaskStore; clock: Clock }): ServiceIm
       };
       const { rows, nextCursor } = await keysetPage<TaskRecord>({
         list: LIST,
+        workspaceId: req.workspaceId,
         filters,
         cursor,
         limit,

@@ -35,6 +35,12 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { keys: KeyResol
         .send(errorBody("unauthorized", "missing, malformed, unknown or revoked API key"));
     }
     req.caller = caller;
+  });
+
+  // Scopes are checked after onRequest, where the rate limit counts the request: a request refused
+  // for its scope is still a request (so is one refused by validation, which runs later still).
+  app.addHook("preParsing", async (req: FastifyRequest, reply) => {
+    const caller = req.caller;
     const config = req.routeOptions.config;
     if (config.platform) {
       if (!caller.scopes.has("platform.read") || !caller.operator)

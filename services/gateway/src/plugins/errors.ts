@@ -1,3 +1,6 @@
+import { randomUUID } from "node:crypto";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import { DomainError } from "@funil/errors";
 import {
   ConnectError,
@@ -8,6 +11,7 @@ import {
 } from "@funil/rpc";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import { methodTable } from "./allowed-methods.js";
 
 export function errorBody(code: string, message: string, details?: Array<{ path: string; message: string }>) {
   return { error: details ? { code, message, details } : { code, message } };
@@ -51,7 +55,51 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
     }
     return answer(req, reply, err);
   });
+  const methods = methodTable();
+  app.addHook("onRoute", (route) => {
+    // CORS preflights answer OPTIONS on every path: they say nothing about which methods a path has.
+    if (route.method !== "OPTIONS") methods.add(route.method, route.url);
+  });
   app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send(errorBody("not_found", `no route ${req.method} ${req.url.split("?")[0]}`));
+    const path = req.url.split("?")[0] ?? "";
+    const allowed = methods.allowed(path);
+    if (allowed.length > 0)
+      return reply
+        .code(405)
+        .header("allow", allowed.join(", "))
+        .send(
+          errorBody(
+            "method_not_allowed",
+            `${req.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`,
+          ),
+        );
+    return reply.code(404).send(errorBody("not_found", `no route ${req.method} ${path}`));
   });
 });
+
+/** The router's own failures (a malformed percent-encoding…): the error body, before any hook ran. */
+export function frameworkError(err: Error, req: FastifyRequest, reply: FastifyReply) {
+  reply.header("x-request-id", req.id).code(400).send(errorBody("validation_failed", err.message));
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (headers over 16 KB, a malformed
+ * Content-Length…) still answer with the error body and an x-request-id, then the connection closes.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "headers_too_large", "request headers are too large (16 KB at most)"]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "request_timeout", "the request took too long to arrive"]
+        : [400, "validation_failed", "malformed HTTP request"];
+  const body = JSON.stringify(errorBody(code, message));
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy(err);
+}

@@ -14,7 +14,9 @@ export const rateLimitPlugin = fp(
   async (app: FastifyInstance, opts: { redis: Redis; prefix: string; max: number; windowMs: number }) => {
     const limiter = rateLimiter(opts);
     app.addHook("onClose", async () => limiter.close());
-    app.addHook("preHandler", async (req, reply) => {
+    // Right after authentication (onRequest, registered after the auth plugin): requests later refused
+    // for their scope or by validation still count, and carry the x-ratelimit-* headers.
+    app.addHook("onRequest", async (req, reply) => {
       const d = await limiter.take(req.caller?.keyId ?? req.ip);
       const resetS = Math.max(1, Math.ceil(d.resetMs / 1000));
       reply.header("x-ratelimit-limit", d.limit);

@@ -13,7 +13,7 @@ import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
 import { errorBody } from "../../plugins/errors.js";
 import { errorResponses } from "../../schemas/common.js";
-import { customField, member, pipeline } from "../../schemas/responses.js";
+import { customField, member, page, pipeline } from "../../schemas/responses.js";
 import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
 
 const workspace = z.object({
@@ -74,6 +74,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Create a workspace (operator: may read learner usage)",
           body: z.strictObject({ name: z.string().min(1).max(200), operator: z.boolean().default(false) }),
           response: { 201: workspace, ...errors },
         },
@@ -89,7 +90,8 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
-          response: { 200: z.object({ data: z.array(workspace), nextCursor: z.null() }) },
+          summary: "List the workspaces",
+          response: { 200: page(workspace) },
         },
       },
       async () => ({ data: (await ctx.keyStore.listWorkspaces()).map(workspaceJson), nextCursor: null }),
@@ -100,6 +102,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Rename a workspace or set its operator flag",
           params: wsParam,
           body: z.strictObject({
             name: z.string().min(1).max(200).optional(),
@@ -122,6 +125,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Create an API key; its secret is shown only in this answer",
           params: wsParam,
           body: z.strictObject({ name: z.string().min(1).max(200), scopes }),
           response: { 201: z.object({ key: apiKey, secret: z.string() }), ...errors },
@@ -144,6 +148,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Replace a key's scopes (applies at once)",
           params: z.strictObject({ id: z.string().min(1).max(100) }),
           body: z.strictObject({ scopes }),
           response: { 200: apiKey, ...errors },
@@ -159,12 +164,19 @@ export const adminRoutes =
 
     app.delete(
       "/keys/:id",
-      { schema: { tags: ["admin"], params: z.strictObject({ id: z.string().min(1).max(100) }) } },
+      {
+        schema: {
+          tags: ["admin"],
+          summary: "Revoke a key (it gets 401 at once)",
+          params: z.strictObject({ id: z.string().min(1).max(100) }),
+          response: { 204: z.null().describe("revoked"), ...errors },
+        },
+      },
       async (req, reply) => {
         const revoked = await ctx.keyStore.revoke(req.params.id, ctx.clock.now());
         if (!revoked) throw notFound("key");
         await ctx.keys.invalidate(req.params.id);
-        return reply.code(204).send();
+        return reply.code(204).send(null);
       },
     );
 
@@ -173,6 +185,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Add a member to a workspace",
           params: wsParam,
           body: createMemberBody,
           response: { 201: member, ...errors },
@@ -190,6 +203,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Rename, change the role of, or (de)activate a member",
           params: z.strictObject({ ws: z.string().min(1).max(100), id: z.string().min(1).max(100) }),
           body: patchMemberBody,
           response: { 200: member, ...errors },
@@ -211,6 +225,7 @@ export const adminRoutes =
       {
         schema: {
           tags: ["admin"],
+          summary: "Define a custom field of contacts or deals",
           params: wsParam,
           body: createCustomFieldBody,
           response: { 201: customField, ...errors },

@@ -1,0 +1,151 @@
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { FastifyInstance } from "fastify";
+import fp from "fastify-plugin";
+import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is walked as plain JSON
+type Json = any;
+
+const BODY_METHODS = new Set(["post", "put", "patch", "delete"]);
+
+const header = (description: string, type: "string" | "integer") => ({ description, schema: { type } });
+const HEADERS = {
+  RequestId: header(
+    "the request's id: the client's x-request-id when it sent a valid one, else generated",
+    "string",
+  ),
+  RateLimitLimit: header("requests allowed per key in the window", "integer"),
+  RateLimitRemaining: header("requests left in the current window", "integer"),
+  RateLimitReset: header("seconds until the window resets", "integer"),
+  RetryAfter: header("seconds to wait before retrying", "integer"),
+};
+
+/** Answers the gateway gives on any route, beside the ones each route documents (API.md §1). */
+const COMMON: Array<{
+  status: string;
+  description: string;
+  when: (path: string, method: string) => boolean;
+}> = [
+  {
+    status: "400",
+    description: "validation_failed: a bad value, a NUL character, JSON nested too deep",
+    when: () => true,
+  },
+  { status: "401", description: "unauthorized", when: () => true },
+  { status: "413", description: "payload_too_large: a body over 1 MiB", when: (_, m) => BODY_METHODS.has(m) },
+  {
+    status: "415",
+    description: "unsupported_media_type: a body that is not application/json",
+    when: (_, m) => BODY_METHODS.has(m),
+  },
+  {
+    status: "429",
+    description: "rate_limited: over the key's rate limit",
+    when: (p) => p.startsWith("/api/"),
+  },
+  {
+    status: "431",
+    description: "headers_too_large: request line and headers over 16 KB (the connection then closes)",
+    when: () => true,
+  },
+  {
+    status: "500",
+    description: "internal: a bug, never an outage; it does not show its cause",
+    when: () => true,
+  },
+  { status: "503", description: "unavailable: a backing service is down; retry", when: () => true },
+];
+
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** `get /api/v1/contacts/{id}/archive` → `getContactsByIdArchive`, `post /admin/v1/workspaces` → `postAdminWorkspaces`. */
+export function operationId(method: string, path: string): string {
+  const words = path
+    .replace(/^\/api\/v1/, "")
+    .replace(/^\/admin\/v1/, "/admin")
+    .split("/")
+    .filter(Boolean)
+    .map((part) => (part.startsWith("{") ? `by-${part.slice(1, -1)}` : part))
+    .flatMap((part) => part.split(/[^A-Za-z0-9]+/))
+    .filter(Boolean);
+  return [method, ...words].map((w, i) => (i === 0 ? w : w[0]!.toUpperCase() + w.slice(1))).join("");
+}
+
+const REF = /"#\/components\/schemas\/([^"]+)"/g;
+
+/**
+ * Drops the component schemas nothing refers to: the zod provider writes an input and an output copy
+ * of every named schema, and only one of them is used by an operation.
+ */
+function pruneSchemas(doc: Json) {
+  const schemas = doc.components?.schemas ?? {};
+  const used = new Set<string>();
+  const queue = [...JSON.stringify(doc.paths).matchAll(REF)].map((m) => m[1]!);
+  for (let name = queue.pop(); name !== undefined; name = queue.pop()) {
+    if (used.has(name)) continue;
+    used.add(name);
+    queue.push(...[...JSON.stringify(schemas[name] ?? {}).matchAll(REF)].map((m) => m[1]!));
+  }
+  for (const name of Object.keys(schemas)) if (!used.has(name)) delete schemas[name];
+}
+
+/**
+ * Completes the generated document in one place, so no route has to repeat it: every operation gets an
+ * operationId, the error answers every route can give (413, 415, 429, 500, 503…), and the headers every
+ * answer carries (x-request-id; x-ratelimit-* under /api/v1; retry-after on 429 and 503).
+ */
+export function completeDocument(doc: Json): Json {
+  doc.components ??= {};
+  doc.components.headers = { ...doc.components.headers, ...HEADERS };
+  for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries<Json>(item)) {
+      if (!op || typeof op !== "object" || !("responses" in op)) continue;
+      op.operationId ??= operationId(method, path);
+      for (const common of COMMON)
+        if (common.when(path, method) && !op.responses[common.status])
+          op.responses[common.status] = {
+            description: common.description,
+            content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+          };
+      for (const [status, response] of Object.entries<Json>(op.responses)) {
+        if (/^[45]/.test(status) && response.description === "Default Response")
+          response.description = COMMON.find((c) => c.status === status)?.description ?? "error";
+        response.headers = { "x-request-id": ref("RequestId"), ...response.headers };
+        if (path.startsWith("/api/") && status !== "401")
+          Object.assign(response.headers, {
+            "x-ratelimit-limit": ref("RateLimitLimit"),
+            "x-ratelimit-remaining": ref("RateLimitRemaining"),
+            "x-ratelimit-reset": ref("RateLimitReset"),
+          });
+        if (status === "429" || status === "503") response.headers["retry-after"] = ref("RetryAfter");
+      }
+    }
+  }
+  pruneSchemas(doc);
+  return doc;
+}
+
+/** The OpenAPI 3.1 document (from the zod schemas that validate requests) and the /docs page. */
+export const openapiPlugin = fp(async (app: FastifyInstance) => {
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Funil API",
+        version: "1.0.0",
+        description: "Sales CRM API. See the README for keys and scopes.",
+        license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+      },
+      servers: [{ url: "/" }],
+      components: {
+        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "fnl_… API key" } },
+      },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: (input) => completeDocument(jsonSchemaTransformObject(input)),
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+  app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+});

@@ -1,0 +1,286 @@
+import { connect } from "node:net";
+import { loadConfig } from "@funil/config";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { gatewayConfig } from "../../services/gateway/src/config.js";
+import { startGateway } from "../../services/gateway/src/server.js";
+import { deepArray, deepObject, type Json } from "../generated/schema-arbitrary.js";
+import { gatewayUrl, keyFor, newWorkspace, request, type Workspace } from "../helpers.js";
+import { contact, deal, pipeline } from "./crm-fixtures.js";
+
+/** A gateway copy on the test databases with settings of its own. */
+const copy = (env: Record<string, string>) =>
+  startGateway(
+    loadConfig(gatewayConfig, {
+      ...process.env,
+      FUNIL_ENV: inject("funilEnv"),
+      LOG_LEVEL: "silent",
+      PORT: "0",
+      AUTH_PORT: "0",
+      HOST: "127.0.0.1",
+      CRM_URL: inject("crmUrl"),
+      ...env,
+    }),
+  );
+
+/** One raw HTTP/1.1 exchange, for what fetch refuses to send. */
+function raw(text: string): Promise<string> {
+  const { hostname, port } = new URL(gatewayUrl());
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(text));
+    let answer = "";
+    socket.on("data", (d) => {
+      answer += d.toString("latin1");
+    });
+    socket.on("close", () => resolve(answer));
+    socket.on("error", reject);
+  });
+}
+
+let ws: Workspace;
+beforeAll(async () => {
+  ws = await newWorkspace();
+});
+
+describe("issue 8: bodies that used to be a 500", () => {
+  it("API §1: a body nested thousands of levels deep is a 400 validation_failed on every write route", async () => {
+    for (const body of [deepArray(4000), deepObject(10_000), `{"name":"a","tags":${deepArray(40)}}`]) {
+      for (const [method, path] of [
+        ["POST", "/contacts"],
+        ["POST", "/opportunities"],
+        ["POST", "/tasks"],
+        ["PATCH", "/tasks/tk_1"],
+      ] as const) {
+        const res = await ws.call(method, path, body);
+        expect(res.status, `${method} ${path}`).toBe(400);
+        expect(res.body.error.code).toBe("validation_failed");
+        expect(res.body.error.message).toMatch(/nest/);
+      }
+    }
+  });
+
+  it("API §1: customFields holding a list 50 levels deep is a 400, on contacts and deals alike", async () => {
+    const p = await pipeline(ws);
+    const c = await contact(ws);
+    const deep = JSON.parse(deepArray(50));
+    const upsert = await ws.call("POST", "/contacts", {
+      name: "a",
+      phone: "11999990000",
+      customFields: { plan: deep },
+    });
+    expect(upsert.status).toBe(400);
+    const created = await ws.call("POST", "/opportunities", {
+      contactId: c.id,
+      pipelineId: p.id,
+      title: "x",
+      customFields: { plan: deep },
+    });
+    expect(created.status).toBe(400);
+    const patched = await ws.call("PATCH", `/contacts/${c.id}`, { customFields: { plan: deep } });
+    expect(patched.status).toBe(400);
+  });
+
+  it("API §4 invalid_cursor: a cursor the list issued, with a NUL put inside, is a 400 invalid_cursor", async () => {
+    const p = await pipeline(ws);
+    const c1 = await contact(ws);
+    const c2 = await contact(ws);
+    await deal(ws, { contactId: c1.id, pipelineId: p.id });
+    await deal(ws, { contactId: c2.id, pipelineId: p.id });
+    await ws.call("POST", "/tasks", { title: "a", contactId: c1.id });
+    await ws.call("POST", "/tasks", { title: "b", contactId: c2.id });
+    for (const list of ["/contacts", "/opportunities", "/tasks"]) {
+      const page = await ws.call("GET", `${list}?limit=1`);
+      expect(page.body.nextCursor, list).toEqual(expect.any(String));
+      const decoded = JSON.parse(Buffer.from(page.body.nextCursor, "base64url").toString());
+      decoded.p[1] = `${decoded.p[1]}\u0000`;
+      const forged = Buffer.from(JSON.stringify(decoded)).toString("base64url");
+      const res = await ws.call("GET", `${list}?limit=1&cursor=${forged}`);
+      expect(res.status, list).toBe(400);
+      expect(res.body.error.code).toBe("invalid_cursor");
+    }
+  });
+
+  it("API §4: limit is plain decimal digits: 1e1, ' 10' and 0x10 are a 400", async () => {
+    for (const limit of ["1e1", "%2010", "0x10", "10.0", ""]) {
+      const res = await ws.call("GET", `/contacts?limit=${limit}`);
+      expect(res.status, limit).toBe(400);
+      expect(res.body.error.code).toBe("validation_failed");
+    }
+    expect((await ws.call("GET", "/contacts?limit=10")).status).toBe(200);
+  });
+
+  it("issue 8: an empty body with content-type application/json is no body on routes that take none", async () => {
+    const c = await contact(ws);
+    const res = await ws.call("POST", `/contacts/${c.id}/archive`, "", {
+      "content-type": "application/json",
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("archived");
+    const needsOne = await ws.call("POST", "/contacts", "", { "content-type": "application/json" });
+    expect(needsOne.status).toBe(400);
+    expect(needsOne.body.error.code).toBe("validation_failed");
+  });
+});
+
+describe("issue 8: answers below the routes keep the contract", () => {
+  it("API §1: headers over 16 KB are a 431 with the error body and an x-request-id", async () => {
+    const answer = await raw(
+      `GET /api/v1/contacts HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 431 /);
+    expect(answer).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
+    expect(JSON.parse(answer.split("\r\n\r\n")[1]!)).toEqual({
+      error: { code: "headers_too_large", message: expect.any(String) },
+    });
+  });
+
+  it("API §1: a malformed Content-Length is a 400 with the error body and an x-request-id", async () => {
+    const answer = await raw("POST /api/v1/contacts HTTP/1.1\r\nhost: x\r\ncontent-length: abc\r\n\r\n{}");
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/\r\nx-request-id: /);
+    expect(JSON.parse(answer.split("\r\n\r\n")[1]!).error.code).toBe("validation_failed");
+  });
+
+  it("API §1: a malformed percent-encoding in the path answers with an x-request-id", async () => {
+    const res = await ws.call("GET", "/contacts/%ZZ");
+    expect(res.status).toBe(400);
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expect(res.body.error.code).toBe("validation_failed");
+  });
+
+  it("issue 8: a known path with another method is a 405 with Allow; an unknown path stays a 404", async () => {
+    const res = await ws.call("DELETE", "/contacts");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET, HEAD, POST");
+    expect(res.body.error.code).toBe("method_not_allowed");
+    const one = await ws.call("PUT", "/contacts/ct_1");
+    expect(one.status).toBe(405);
+    expect(one.headers.get("allow")).toBe("GET, HEAD, PATCH");
+    expect((await ws.call("GET", "/nothing-here")).status).toBe(404);
+  });
+
+  it("issue 8: answers over 1 KB are compressed when the client asks, and only then", async () => {
+    const url = `${gatewayUrl()}/api/v1/openapi.json`;
+    // fetch decompresses what it asked to be compressed, and keeps the header that says so.
+    const zipped = await request("GET", url, undefined, { "accept-encoding": "gzip" });
+    expect(zipped.headers.get("content-encoding")).toBe("gzip");
+    expect(zipped.body.openapi).toBe("3.1.0");
+    const plain = await request("GET", url, undefined, { "accept-encoding": "identity" });
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(plain.body.openapi).toBe("3.1.0");
+    const small = await request("GET", `${gatewayUrl()}/healthz`, undefined, { "accept-encoding": "gzip" });
+    expect(small.headers.get("content-encoding")).toBeNull();
+  });
+});
+
+describe("issue 8: rate limit and CORS", () => {
+  let limited: Awaited<ReturnType<typeof startGateway>>;
+  let open: Awaited<ReturnType<typeof startGateway>>;
+  beforeAll(async () => {
+    [limited, open] = await Promise.all([
+      copy({ RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_MS: "60000" }),
+      copy({ CORS_ORIGINS: "https://app.example.com, http://localhost:5173" }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([limited?.stop(), open?.stop()]);
+  });
+
+  it("API §1 rate_limited: requests refused by validation or scope count, and carry x-ratelimit-* headers", async () => {
+    const reader = await keyFor(ws, ["contacts.read"]);
+    const call = (path: string, method = "GET", body?: unknown) =>
+      request(method, `${limited.url}/api/v1${path}`, body, { authorization: `Bearer ${reader.key}` });
+    const refused = [await call("/contacts?limit=0"), await call("/contacts", "POST", { name: "x" })];
+    expect(refused.map((r) => r.status)).toEqual([400, 403]);
+    for (const r of refused) expect(r.headers.get("x-ratelimit-limit")).toBe("3");
+    expect(refused[1]!.headers.get("x-ratelimit-remaining")).toBe("1");
+    expect((await call("/contacts")).status).toBe(200);
+    const over = await call("/contacts");
+    expect(over.status).toBe(429);
+    expect(over.body.error.code).toBe("rate_limited");
+  });
+
+  it("issue 8: CORS is off by default: no access-control header, whatever the origin", async () => {
+    const res = await ws.call("GET", "/contacts", undefined, { origin: "https://app.example.com" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  it("issue 8: with CORS_ORIGINS, listed origins get CORS answers and preflights, others none", async () => {
+    const preflight = await request("OPTIONS", `${open.url}/api/v1/contacts`, undefined, {
+      origin: "https://app.example.com",
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "authorization, content-type",
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    expect(preflight.headers.get("access-control-allow-headers")).toMatch(/authorization/);
+    const res = await request("GET", `${open.url}/api/v1/contacts`, undefined, {
+      origin: "http://localhost:5173",
+      authorization: `Bearer ${ws.key}`,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
+    expect(res.headers.get("access-control-expose-headers")).toMatch(/x-request-id/);
+    const other = await request("GET", `${open.url}/api/v1/contacts`, undefined, {
+      origin: "https://evil.example.com",
+      authorization: `Bearer ${ws.key}`,
+    });
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  it("issue 8: a malformed CORS_ORIGINS stops the gateway with a message naming it", () => {
+    expect(() => loadConfig(gatewayConfig, { CORS_ORIGINS: "app.example.com" })).toThrow(/CORS_ORIGINS/);
+  });
+});
+
+describe("issue 8: the OpenAPI document lists every answer the server gives", () => {
+  let doc: Json;
+  beforeAll(async () => {
+    doc = (await request("GET", `${gatewayUrl()}/api/v1/openapi.json`)).body;
+  });
+  const operations = (): Array<[string, string, Json]> =>
+    Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item as Record<string, Json>).map(
+        ([method, op]) => [method, path, op] as [string, string, Json],
+      ),
+    );
+
+  it("API §1: every operation has a unique operationId, a summary, and documents 400, 401, 431, 500 and 503", () => {
+    const ids = operations().map(([, , op]) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const [method, path, op] of operations()) {
+      expect(op.summary, `${method} ${path}`).toBeTruthy();
+      for (const status of ["400", "401", "431", "500", "503"])
+        expect(op.responses[status], `${method} ${path} ${status}`).toBeDefined();
+      if (["post", "patch", "delete"].includes(method))
+        for (const status of ["413", "415"])
+          expect(op.responses[status], `${method} ${path} ${status}`).toBeDefined();
+      if (path.startsWith("/api/v1")) expect(op.responses["429"].headers["retry-after"]).toBeDefined();
+      for (const response of Object.values(op.responses))
+        expect((response as Json).headers["x-request-id"]).toBeDefined();
+    }
+    expect(doc.paths["/api/v1/contacts"].get.responses["200"].headers["x-ratelimit-remaining"]).toBeDefined();
+  });
+
+  it("issue 8: DELETE /admin/v1/keys/{id} documents its 204; single-page lists type nextCursor as string or null", () => {
+    const revoke = doc.paths["/admin/v1/keys/{id}"].delete.responses;
+    expect(revoke["204"]).toBeDefined();
+    expect(revoke["200"]).toBeUndefined();
+    for (const path of [
+      "/api/v1/members",
+      "/api/v1/custom-fields",
+      "/api/v1/pipelines",
+      "/admin/v1/workspaces",
+    ]) {
+      const schema = doc.paths[path].get.responses["200"].content["application/json"].schema;
+      const cursor = JSON.stringify(schema.properties?.nextCursor ?? schema);
+      expect(cursor, path).toMatch(/"string"/);
+    }
+  });
+
+  it("issue 8: a task's title and a note's body document their minLength", () => {
+    const s = doc.components.schemas;
+    expect(s.TaskCreateInput.properties.title.minLength).toBe(1);
+    expect(s.NoteCreateInput.properties.body.minLength).toBe(1);
+  });
+});

@@ -1,0 +1,78 @@
+import fc from "fast-check";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { admin, newWorkspace } from "../helpers.js";
+import {
+  type Answer,
+  fingerprinter,
+  loadDocument,
+  type Operation,
+  operations,
+  RUNS,
+  responseChecker,
+  type Sent,
+  send,
+} from "./harness.js";
+import { populatedWorkspace } from "./populate.js";
+import { invalidRequest, validRequest } from "./requests.js";
+
+/*
+ * Generated from the OpenAPI document: every operation, valid and invalid requests. Each answer has a
+ * status the document lists for that operation and a body that matches its schema, never a 5xx, and a
+ * 4xx writes nothing. A route that lands later is covered here without a new test.
+ */
+const doc = await loadDocument();
+const ops = operations(doc);
+const check = responseChecker(doc);
+const fingerprint = await fingerprinter();
+const { ws, pools } = await populatedWorkspace(ops);
+
+// The admin routes get a workspace of their own, with a key and a member they may revoke or change.
+const adminWs = await newWorkspace({ name: "Generated admin tests" });
+const spareKey = await admin("POST", `/workspaces/${adminWs.id}/keys`, {
+  name: "spare",
+  scopes: ["tasks.read"],
+});
+const spareMember = await admin("POST", `/workspaces/${adminWs.id}/members`, {
+  name: "Spare",
+  email: "spare@example.com",
+  role: "atendente",
+});
+const adminPools = { workspaces: [adminWs.id], keys: [spareKey.body.key.id], members: [spareMember.body.id] };
+
+afterAll(() => fingerprint.close());
+
+async function exchange(o: Operation, req: Sent): Promise<Answer> {
+  const workspace = o.admin ? adminWs.id : ws.id;
+  const before = await fingerprint.of(workspace);
+  const answer = await send(req, o.admin ? inject("adminToken") : ws.key);
+  const problems = check(o, answer);
+  if (answer.status >= 400 && (await fingerprint.of(workspace)) !== before)
+    problems.push(`a ${answer.status} changed the workspace's data: ${answer.text.slice(0, 200)}`);
+  expect(
+    problems,
+    `${req.method} ${req.path} ${JSON.stringify(req.query)} ${req.body?.slice(0, 300)}`,
+  ).toEqual([]);
+  return answer;
+}
+
+describe.each(ops.map((o) => [`${o.method} ${o.path}`, o] as const))("generated: %s", (_, o) => {
+  const p = o.admin ? adminPools : pools;
+
+  it("API §1: valid requests get a documented status and body, never a 5xx; a 4xx writes nothing", async () => {
+    await fc.assert(
+      fc.asyncProperty(validRequest(o, doc, p), async (req) => {
+        await exchange(o, req);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("API §1: invalid requests (types, limits, NUL, surrogates, nesting, numbers, content types) get a documented 4xx that writes nothing", async () => {
+    await fc.assert(
+      fc.asyncProperty(invalidRequest(o, doc, p), async (req) => {
+        await exchange(o, req);
+      }),
+      { numRuns: RUNS * 2 },
+    );
+  });
+});

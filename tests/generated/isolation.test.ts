@@ -1,0 +1,128 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { fingerprinter, loadDocument, type Operation, operations, poolOfParam, send } from "./harness.js";
+import { populatedWorkspace } from "./populate.js";
+import { type Json, minimalValue, type Pools, poolOf, resolve } from "./schema-arbitrary.js";
+
+/*
+ * Tenant isolation, generated from the OpenAPI document (SPEC §5, API §1 not_found): with workspace A's
+ * key, every id of workspace B — in a path, a filter, a body reference or a cursor — answers exactly as an
+ * id that never existed, and B is unchanged afterwards. A route that lands later is walked the same way.
+ */
+const doc = await loadDocument();
+const ops = operations(doc).filter((o) => !o.admin);
+const fingerprint = await fingerprinter();
+const a = await populatedWorkspace(ops);
+const b = await populatedWorkspace(ops);
+afterAll(() => fingerprint.close());
+
+/** An id of the same shape as a real one that no workspace has. */
+const never = (id: string) => id.replace(/[A-Za-z0-9]{6}$/, "zzzzzz");
+
+/** Everything B shows through its own reads, to compare before and after. */
+async function snapshotOfB(): Promise<string> {
+  const reads: unknown[] = [];
+  for (const o of ops.filter((o) => o.method === "GET")) {
+    const params = o.parameters.filter((p) => p.in === "path");
+    if (params.length > 1) continue;
+    const ids = params[0] ? poolOfParam(o.path, params[0].name, b.pools) : [undefined];
+    for (const id of ids) {
+      const path = o.path.replace(/\{[^}]+\}/, id ?? "");
+      reads.push((await send({ method: "GET", path, query: [["limit", "500"]] }, b.ws.key)).json);
+    }
+  }
+  return JSON.stringify(reads);
+}
+
+/** A request of A's that is valid apart from the one value swapped in. */
+function baseRequest(o: Operation, pools: Pools) {
+  const body = o.body ? (minimalValue(o.body, doc, pools) as Record<string, unknown>) : undefined;
+  const required = o.parameters.filter((p) => p.in !== "path" && p.required);
+  return {
+    body,
+    required: required.map((p) => [p.name, String(minimalValue(p.schema, doc, pools, p.name))]),
+  };
+}
+
+interface Probe {
+  name: string;
+  send(value: string): Promise<{ status: number; json?: Json }>;
+  ids: string[];
+}
+
+/** Every place an operation takes an id: path parameters, query filters, body references. */
+function probes(o: Operation): Probe[] {
+  const { body, required } = baseRequest(o, a.pools);
+  const call = (path: string, query: Array<[string, string]>, payload?: unknown) =>
+    send(
+      {
+        method: o.method,
+        path,
+        query: [...required, ...query] as Array<[string, string]>,
+        headers: payload === undefined ? {} : { "content-type": "application/json" },
+        body: payload === undefined ? undefined : JSON.stringify(payload),
+      },
+      a.ws.key,
+    );
+  const aPath = (skip: string) =>
+    o.path.replace(/\{([^}]+)\}/g, (_, name) =>
+      name === skip ? `{${name}}` : (poolOfParam(o.path, name, a.pools)[0] ?? "x"),
+    );
+  const list: Probe[] = [];
+  for (const p of o.parameters) {
+    const ids = p.in === "path" ? poolOfParam(o.path, p.name, b.pools) : (poolOf(p.name, b.pools) ?? []);
+    if (!ids.length) continue;
+    if (p.in === "path")
+      list.push({
+        name: `path ${p.name}`,
+        ids,
+        send: (v) => call(aPath(p.name).replace(`{${p.name}}`, v), [], body),
+      });
+    if (p.in === "query")
+      list.push({ name: `query ${p.name}`, ids, send: (v) => call(aPath(""), [[p.name, v]], body) });
+  }
+  const schema = o.body ? resolve(o.body, doc) : undefined;
+  for (const key of Object.keys(schema?.properties ?? {})) {
+    const ids = poolOf(key, b.pools) ?? [];
+    if (ids.length)
+      list.push({ name: `body ${key}`, ids, send: (v) => call(aPath(""), [], { ...body, [key]: v }) });
+  }
+  const cursors = b.pools[`cursor ${o.path}`];
+  if (cursors?.length)
+    list.push({ name: "query cursor", ids: cursors, send: (v) => call(aPath(""), [["cursor", v]]) });
+  return list;
+}
+
+const probed = ops.filter((o) => probes(o).length > 0);
+
+describe.each(probed.map((o) => [`${o.method} ${o.path}`, o] as const))("generated isolation: %s", (_, o) => {
+  const list = probes(o);
+  it("SPEC §5 / API §1: another workspace's ids answer as ids that never existed, and leave it unchanged", async () => {
+    const before = { rows: await fingerprint.of(b.ws.id), reads: await snapshotOfB() };
+    for (const probe of list) {
+      for (const id of probe.ids) {
+        const theirs = await probe.send(id);
+        const missing = await probe.send(
+          probe.name === "query cursor" ? `${id.slice(0, -4)}AAAA` : never(id),
+        );
+        const what = `${probe.name}=${id}: ${JSON.stringify(theirs.json)?.slice(0, 300)}`;
+        expect(theirs.status, what).toBe(missing.status);
+        expect(theirs.json?.error?.code, what).toBe(missing.json?.error?.code);
+        if (theirs.status === 200 && Array.isArray(theirs.json?.data))
+          expect(theirs.json.data, what).toEqual(missing.json?.data);
+      }
+    }
+    expect(await fingerprint.of(b.ws.id)).toBe(before.rows);
+    expect(await snapshotOfB()).toBe(before.reads);
+  });
+});
+
+it("SPEC §5: every operation that takes an id is probed (the generator found them)", () => {
+  const names = probed.map((o) => `${o.method} ${o.path}`);
+  for (const route of [
+    "GET /api/v1/contacts/{id}",
+    "PATCH /api/v1/opportunities/{id}",
+    "GET /api/v1/tasks",
+    "POST /api/v1/notes",
+  ])
+    expect(names).toContain(route);
+});

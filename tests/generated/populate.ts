@@ -1,0 +1,47 @@
+import { contact, deal, member, pipeline } from "../e2e/crm-fixtures.js";
+import { newWorkspace, type Workspace } from "../helpers.js";
+import type { Operation } from "./harness.js";
+import type { Json, Pools } from "./schema-arbitrary.js";
+
+/**
+ * A workspace with a little of everything, and the ids of what it holds by list (`contacts`,
+ * `opportunities`, `stages`…), read back through every list operation of the document.
+ */
+export async function populatedWorkspace(ops: Operation[]): Promise<{ ws: Workspace; pools: Pools }> {
+  const ws = await newWorkspace({ name: "Generated tests" });
+  const [m1] = [await member(ws), await member(ws)];
+  const p = await pipeline(ws);
+  await ws.admin("POST", `/workspaces/${ws.id}/custom-fields`, {
+    entity: "contact",
+    fieldKey: "plan",
+    label: "Plano",
+    type: "select",
+    options: ["free", "pro"],
+  });
+  const contacts = [await contact(ws), await contact(ws, { phone: "+55 11 90000-0001" }), await contact(ws)];
+  for (const c of contacts.slice(0, 2)) await deal(ws, { contactId: c.id, pipelineId: p.id });
+  for (const c of contacts.slice(0, 2))
+    await ws.call("POST", "/tasks", { title: "Call back", contactId: c.id, assigneeUserId: m1!.id });
+  await ws.call("POST", "/notes", { contactId: contacts[0]!.id, body: "First call", userId: m1!.id });
+  return { ws, pools: await poolsOf(ws, ops) };
+}
+
+/**
+ * Ids by list, from every GET list operation without path parameters (and the stages of pipelines), and
+ * a cursor of each list that has a second page (`cursor <path>`).
+ */
+export async function poolsOf(ws: Workspace, ops: Operation[]): Promise<Pools> {
+  const pools: Pools = {};
+  for (const o of ops) {
+    if (o.admin || o.method !== "GET" || o.path.includes("{")) continue;
+    const res = await ws.call("GET", o.path.replace(/^\/api\/v1/, ""));
+    if (!Array.isArray(res.body?.data)) continue;
+    const segment = o.path.split("/").pop()!;
+    pools[segment] = res.body.data.map((item: Json) => item.id).filter(Boolean);
+    const stages = res.body.data.flatMap((item: Json) => item.stages ?? []).map((s: Json) => s.id);
+    if (stages.length) pools.stages = stages;
+    const page = await ws.call("GET", `${o.path.replace(/^\/api\/v1/, "")}?limit=1`);
+    if (page.body?.nextCursor) pools[`cursor ${o.path}`] = [page.body.nextCursor];
+  }
+  return pools;
+}
