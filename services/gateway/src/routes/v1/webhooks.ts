@@ -17,7 +17,8 @@ const json = (s: Subscription | undefined) => toApiJson(SubscriptionSchema, s!);
 export const webhookRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
   async (app) => {
-    const api = ctx.webhooks.webhooks;
+    // Read at each call: the clients exist once the app serves, not when routes are declared.
+    const api = () => ctx.webhooks.webhooks;
 
     app.get(
       "/webhooks",
@@ -26,7 +27,7 @@ export const webhookRoutes =
         schema: { tags, summary: "List webhook subscriptions", response: { 200: page(webhook), ...errors } },
       },
       async (req) => {
-        const res = await api.listWebhooks({ workspaceId: req.caller.workspaceId });
+        const res = await api().listWebhooks({ workspaceId: req.caller.workspaceId });
         return { data: res.data.map((s) => json(s)), nextCursor: null };
       },
     );
@@ -44,7 +45,7 @@ export const webhookRoutes =
         },
       },
       async (req, reply) => {
-        const res = await api.createWebhook({
+        const res = await api().createWebhook({
           workspaceId: req.caller.workspaceId,
           keyId: req.caller.keyId,
           fields: messageOf(WebhookFieldsSchema, req.body),
@@ -65,7 +66,9 @@ export const webhookRoutes =
         },
       },
       async (req) =>
-        json((await api.getWebhook({ workspaceId: req.caller.workspaceId, id: req.params.id })).subscription),
+        json(
+          (await api().getWebhook({ workspaceId: req.caller.workspaceId, id: req.params.id })).subscription,
+        ),
     );
 
     app.patch(
@@ -84,7 +87,7 @@ export const webhookRoutes =
       async (req) =>
         json(
           (
-            await api.updateWebhook({
+            await api().updateWebhook({
               workspaceId: req.caller.workspaceId,
               keyId: req.caller.keyId,
               id: req.params.id,
@@ -106,7 +109,7 @@ export const webhookRoutes =
         },
       },
       async (req, reply) => {
-        await api.deleteWebhook({ workspaceId: req.caller.workspaceId, id: req.params.id });
+        await api().deleteWebhook({ workspaceId: req.caller.workspaceId, id: req.params.id });
         return reply.code(204).send(null);
       },
     );
@@ -123,7 +126,7 @@ export const webhookRoutes =
         },
       },
       async (req) => {
-        const res = await api.rotateSecret({ workspaceId: req.caller.workspaceId, id: req.params.id });
+        const res = await api().rotateSecret({ workspaceId: req.caller.workspaceId, id: req.params.id });
         return { secret: res.secret };
       },
     );
@@ -142,7 +145,7 @@ export const webhookRoutes =
         },
       },
       async (req) => {
-        const res = await api.listDeliveries({ workspaceId: req.caller.workspaceId, id: req.params.id });
+        const res = await api().listDeliveries({ workspaceId: req.caller.workspaceId, id: req.params.id });
         return { data: res.data.map((d) => toApiJson(DeliverySchema, d)), nextCursor: null };
       },
     );
