@@ -15,6 +15,8 @@ export interface Received {
   at: number;
   headers: http.IncomingHttpHeaders;
   raw: string;
+  /** What the receiver answered (0: it hung). */
+  status: number;
   // biome-ignore lint/suspicious/noExplicitAny: JSON bodies
   body: any;
 }
@@ -33,14 +35,15 @@ export async function startReceiver() {
       try {
         body = JSON.parse(raw);
       } catch {}
-      received.push({ path, at: Date.now(), headers: req.headers, raw, body });
       const mode = modes.get(path) ?? "ok";
+      const status = { ok: 200, fail: 500, redirect: 302, hang: 0 }[mode];
+      received.push({ path, at: Date.now(), headers: req.headers, raw, body, status });
       if (mode === "hang") {
         hanging.add(res);
         return;
       }
       if (mode === "redirect") res.writeHead(302, { location: `${path}-moved` }).end();
-      else res.writeHead(mode === "ok" ? 200 : 500).end(mode);
+      else res.writeHead(status).end(mode);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
