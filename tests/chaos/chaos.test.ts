@@ -44,6 +44,9 @@ beforeAll(async () => {
     LOG_LEVEL: "warn",
     RATE_LIMIT_MAX: "1000000",
     UPSTREAM_TIMEOUT_MS: "3000",
+    WEBHOOK_ALLOW_HTTP: "true",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    WEBHOOK_RETRY_SCHEDULE_MS: "200,400,800,1600,3200",
   };
   delete env.PORT;
   for (const name of Object.keys(env))
@@ -73,7 +76,13 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       const ws = await adminCall("POST", "/workspaces", { name: "Chaos" });
       const key = await adminCall("POST", `/workspaces/${ws.body.id}/keys`, {
         name: "chaos",
-        scopes: ["contacts.read", "contacts.write", "opportunities.read", "opportunities.write"],
+        scopes: [
+          "contacts.read",
+          "contacts.write",
+          "opportunities.read",
+          "opportunities.write",
+          "webhooks.manage",
+        ],
       });
       const api: Api = {
         call: (method, path, body, headers = {}) =>
@@ -107,7 +116,8 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       const writers = Array.from({ length: WRITERS }, async () => {
         while (writing) {
           const i = n++;
-          await workloads[i % workloads.length]!.write(send, i);
+          // Each workload numbers its own writes (0, 1, 2…), whatever the other workloads do.
+          await workloads[i % workloads.length]!.write(send, Math.floor(i / workloads.length));
         }
       });
 
@@ -145,6 +155,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       };
       const schedule = [
         () => killService("crm"),
+        () => killService("webhooks"),
         () => restart("NATS", nats),
         () => killGateway(),
         () => restart("Redis", redis),

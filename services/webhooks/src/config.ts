@@ -25,7 +25,7 @@ export const webhooksConfig = baseEnv.extend({
   WEBHOOK_ALLOW_HTTP: booleanFlag,
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag,
   /** Encrypts the signing secrets at rest (AES-256-GCM); unset, they are stored as they are. */
-  WEBHOOK_SECRET_KEY: secretKey.optional(),
+  WEBHOOK_SECRET_KEY: z.preprocess((v) => (v === "" ? undefined : v), secretKey.optional()),
   /** Attempts in flight at once, overall and per subscription: a slow receiver holds only its share. */
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(256),
   WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).default(16),

@@ -2,6 +2,7 @@ import type { Client } from "@connectrpc/connect";
 import { consume, type JsMsg, type NatsConnection } from "@funil/bus";
 import type { Clock, Logger, Naming } from "@funil/config";
 import type { AuthService } from "@funil/contracts";
+import { causeOf } from "@funil/rpc";
 import { WEBHOOK_EVENTS, type WebhookEvent } from "@funil/schemas";
 import type { Poster } from "../delivery.js";
 import { InFlight } from "../limits.js";
@@ -27,6 +28,29 @@ const AUTH_RETRY_MS = 2_000;
  * process killed at any point loses nothing. A delivery already delivered
  * is never sent again: its row is claimed before each attempt.
  */
+type Key = Awaited<ReturnType<Client<typeof AuthService>["getKey"]>>;
+
+/**
+ * The key's current scopes, uncached (API.md §11: an attempt that starts
+ * after a revocation always sees it). Attempts that ask about the same key
+ * in the same tick share one request, sent after every one of them started:
+ * none of them can miss a revocation that came before it.
+ */
+export function keyChecker(auth: Pick<Client<typeof AuthService>, "getKey">) {
+  const gathering = new Map<string, Promise<Key>>();
+  return (keyId: string): Promise<Key> => {
+    let answer = gathering.get(keyId);
+    if (!answer) {
+      answer = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        gathering.delete(keyId);
+        return auth.getKey({ keyId });
+      });
+      gathering.set(keyId, answer);
+    }
+    return answer;
+  };
+}
+
 export async function startSender(deps: {
   nc: NatsConnection;
   names: Naming;
@@ -44,6 +68,7 @@ export async function startSender(deps: {
   // back after a crash finds its delivery free.
   const leaseMs = settings.timeoutMs + 5_000;
   const running = new Set<Promise<void>>();
+  const keyOf = keyChecker(deps.auth);
 
   function signingSecrets(c: Claimed, now: Date): string[] {
     const secrets = [deps.secrets.open(c.secret)];
@@ -65,11 +90,14 @@ export async function startSender(deps: {
       return;
     }
     // The key's current scopes, asked at every attempt, uncached (API.md §11).
-    let key: Awaited<ReturnType<typeof deps.auth.getKey>>;
+    let key: Key;
     try {
-      key = await deps.auth.getKey({ keyId: claimed.keyId });
+      key = await keyOf(claimed.keyId);
     } catch (err) {
-      log.warn({ err, deliveryId }, "webhook attempt postponed: the key's scopes could not be checked");
+      log.warn(
+        { cause: causeOf(err), deliveryId },
+        "webhook attempt postponed: the key's scopes could not be checked",
+      );
       await deliveries.release(claimed.id);
       m.nak(AUTH_RETRY_MS);
       return;

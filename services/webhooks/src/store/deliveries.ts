@@ -149,22 +149,24 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       now: Date,
       decide: (failingSince: Date) => Next,
     ): Promise<Next> {
+      const attempt = {
+        attempts: claimed.attempts + 1,
+        response_status: result.status ?? null,
+        last_error: result.ok ? null : (result.error ?? "failed"),
+        last_attempt_at: now,
+        lease_until: null,
+      };
+      if (result.ok) {
+        // The common case in one statement (one round trip, atomic as a whole).
+        await sql`
+          with healthy as (
+            update subscriptions set failing_since = null, updated_at = ${now}
+            where id = ${claimed.subscriptionId} and failing_since is not null)
+          update deliveries set ${sql({ ...attempt, status: "delivered", next_attempt_at: null })}
+          where id = ${claimed.id}`;
+        return { status: "delivered" };
+      }
       return sql.begin(async (tx) => {
-        const attempts = claimed.attempts + 1;
-        const attempt = {
-          attempts,
-          response_status: result.status ?? null,
-          last_error: result.ok ? null : (result.error ?? "failed"),
-          last_attempt_at: now,
-          lease_until: null,
-        };
-        if (result.ok) {
-          await tx`update deliveries set ${tx({ ...attempt, status: "delivered", next_attempt_at: null })}
-            where id = ${claimed.id}`;
-          await tx`update subscriptions set failing_since = null, updated_at = ${now}
-            where id = ${claimed.subscriptionId} and failing_since is not null`;
-          return { status: "delivered" } as const;
-        }
         const [sub] = await tx<{ failingSince: Date }[]>`
           update subscriptions set failing_since = coalesce(failing_since, ${now}),
             updated_at = case when failing_since is null then ${now} else updated_at end
