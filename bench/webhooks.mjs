@@ -35,13 +35,19 @@ const log = (msg) => process.stderr.write(`[bench:webhooks] ${msg}\n`);
 
 await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
 // A clean slate: the last run's databases and streams (with its hanging deliveries' retries) go.
-const server = postgres(env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", { max: 1, onnotice() {} });
-for (const { datname } of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
+const server = postgres(env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", {
+  max: 1,
+  onnotice() {},
+});
+for (const {
+  datname,
+} of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
   await server.unsafe(`drop database if exists "${datname}" with (force)`);
 await server.end();
 const nc = await connect({ servers: env.NATS_URL ?? "nats://127.0.0.1:4222" });
 const jsm = await jetstreamManager(nc);
-for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`${ENV.toUpperCase()}_`)) await jsm.streams.delete(s.config.name);
+for await (const s of jsm.streams.list())
+  if (s.config.name.startsWith(`${ENV.toUpperCase()}_`)) await jsm.streams.delete(s.config.name);
 
 const receiver = spawn(process.execPath, [new URL("./webhook-receiver.mjs", import.meta.url).pathname], {
   stdio: ["ignore", "pipe", "inherit"],
@@ -75,7 +81,13 @@ const body = JSON.stringify({
   type: "contact.created",
   createdAt: new Date().toISOString(),
   workspaceId: "ws_bench",
-  data: { id: "ct_bench", name: "Maria Souza", phone: "+55 11 98888-7777", email: "maria@example.com", tags: ["lead"] },
+  data: {
+    id: "ct_bench",
+    name: "Maria Souza",
+    phone: "+55 11 98888-7777",
+    email: "maria@example.com",
+    tags: ["lead"],
+  },
 });
 
 /** The baseline: the same POSTs (size, keep-alive, concurrency bound) straight from undici. */
@@ -112,7 +124,12 @@ async function phase(name, hanging) {
   for (let i = 0; i < 20; i++) {
     const path = i < hanging ? `/hang/${name}-${i}` : `/fast/${name}-${i}`;
     if (i >= hanging) fastPaths.push(path);
-    await call("POST", "/api/v1/webhooks", { url: `${receiverUrl}${path}`, events: ["contact.created"] }, key);
+    await call(
+      "POST",
+      "/api/v1/webhooks",
+      { url: `${receiverUrl}${path}`, events: ["contact.created"] },
+      key,
+    );
   }
   const expected = EVENTS * fastPaths.length;
   const js = jetstream(nc);
@@ -126,14 +143,21 @@ async function phase(name, hanging) {
       type: "contact.created",
       workspaceId: ws.id,
       occurredAt: new Date().toISOString(),
-      data: { id: `ct_${i}`, name: `Contact ${i}`, phone: "+55 11 98888-7777", email: `c${i}@example.com`, tags: ["lead"] },
+      data: {
+        id: `ct_${i}`,
+        name: `Contact ${i}`,
+        phone: "+55 11 98888-7777",
+        email: `c${i}@example.com`,
+        tags: ["lead"],
+      },
     };
     await js.publish(`${ENV}.events.contact.created`, JSON.stringify(envelope), { msgID: id });
   }
   let delivered = 0;
   let lastReport = 0;
   while (delivered < expected) {
-    if (performance.now() - started > PHASE_LIMIT_MS) throw new Error(`${name}: ${delivered}/${expected} after ${PHASE_LIMIT_MS} ms`);
+    if (performance.now() - started > PHASE_LIMIT_MS)
+      throw new Error(`${name}: ${delivered}/${expected} after ${PHASE_LIMIT_MS} ms`);
     await new Promise((r) => setTimeout(r, 100));
     const counts = await stats();
     delivered = fastPaths.reduce((n, p) => n + (counts[p] ?? 0), 0);
