@@ -10,6 +10,8 @@ export const baseEnv = z.object({
     .regex(/^[a-z][a-z0-9_]{0,30}$/, "lower-case letters, digits and _ only")
     .optional(),
   DATABASE_URL: z.url().default("postgres://postgres@127.0.0.1:5432/postgres"),
+  /** Connections each process may hold open to its database. */
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
   REDIS_URL: z.url().default("redis://127.0.0.1:6379"),
   NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -37,6 +37,7 @@ export interface Infra {
 
 export interface ServiceConfig {
   FUNIL_ENV?: string | undefined;
+  DATABASE_POOL_MAX: number;
   DATABASE_URL: string;
   NATS_URL: string;
   LOG_LEVEL: string;
@@ -69,7 +70,9 @@ export async function startService(opts: {
   const { name, config, clock } = opts;
   const log = createLogger(name, config.LOG_LEVEL);
   const names = naming(config.FUNIL_ENV);
-  const sql = await openDatabase(config.DATABASE_URL, names.database(name));
+  const sql = await openDatabase(config.DATABASE_URL, names.database(name), {
+    max: config.DATABASE_POOL_MAX,
+  });
   await migrate(sql, opts.migrations);
   const nc = await connectBus(config.NATS_URL, name);
   await ensureStreams(nc, names);

@@ -17,7 +17,9 @@ const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 export async function startGateway(config: GatewayConfig, clock: Clock = systemClock) {
   const log = createLogger("gateway", config.LOG_LEVEL);
   const names = naming(config.FUNIL_ENV);
-  const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"));
+  const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"), {
+    max: config.DATABASE_POOL_MAX,
+  });
   await migrate(sql, migrations);
   const redis = openRedis(config.REDIS_URL, log);
   const store = keyStore(sql);
