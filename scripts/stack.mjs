@@ -22,7 +22,7 @@ const RESTART_RESET_MS = 30_000;
 /**
  * opts: { env = process.env, port = env.PORT ?? 8080 (0: a free one), adminToken = env.ADMIN_TOKEN ?? random,
  *         stdio: 'prefix' | 'inherit' | 'ignore' | <log file path> (default 'prefix'), root, log,
- *         restart = false }
+ *         restart = false, nodeArgs: (name) => extra node flags for that process (the benchmark's --cpu-prof) }
  * Resolves to { gatewayUrl, adminToken, env, exited, stop, pid, kill } once the gateway's /readyz answers 200.
  * `env` is the full environment the children got. Without `restart`, `exited` resolves with
  * { name, code, signal } when a child exits before stop() was called; with it, a child that dies is
@@ -94,7 +94,7 @@ export async function startStack(opts = {}) {
 
   const failures = new Map();
   const launch = (name) => {
-    const child = startChild(name, mainOf(name), root, env, output);
+    const child = startChild(name, [...(opts.nodeArgs?.(name) ?? []), mainOf(name)], root, env, output);
     const startedAt = Date.now();
     const previous = children.findIndex((c) => c.name === name);
     if (previous >= 0) children.splice(previous, 1, child);
@@ -146,8 +146,8 @@ export async function startStack(opts = {}) {
   };
 }
 
-function startChild(name, main, cwd, env, output) {
-  const child = spawn(process.execPath, [main], {
+function startChild(name, args, cwd, env, output) {
+  const child = spawn(process.execPath, args, {
     cwd,
     env,
     stdio: output.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],

@@ -1,4 +1,8 @@
 import { fileURLToPath } from "node:url";
+import { equals, fromBinary } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { ContactService, GetContactResponseSchema, ListContactsResponseSchema } from "@funil/contracts";
+import { rpcClient } from "@funil/rpc";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { describe, expect, inject, it } from "vitest";
@@ -16,21 +20,28 @@ function promisify<Req, Res>(client: grpc.Client, method: string) {
     );
 }
 
+type ServiceCtor = (new (
+  addr: string,
+  creds: grpc.ChannelCredentials,
+) => grpc.Client) & { service: Record<string, { responseSerialize(value: unknown): Buffer }> };
+
+function grpcContacts() {
+  const def = protoLoader.loadSync("funil/crm/v1/contacts.proto", {
+    includeDirs: [protoDir],
+    keepCase: false,
+    defaults: true,
+  });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    funil: { crm: { v1: { ContactService: ServiceCtor } } };
+  };
+  const Ctor = pkg.funil.crm.v1.ContactService;
+  return { Ctor, client: new Ctor(new URL(inject("crmUrl")).host, grpc.credentials.createInsecure()) };
+}
+
 describe("crm speaks gRPC (issue 2: Connect on HTTP/2)", () => {
   it("a plain @grpc/grpc-js client upserts and reads a contact", async () => {
     const ws = await newWorkspace();
-    const def = protoLoader.loadSync("funil/crm/v1/contacts.proto", {
-      includeDirs: [protoDir],
-      keepCase: false,
-      defaults: true,
-    });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as {
-      funil: {
-        crm: { v1: { ContactService: new (addr: string, creds: grpc.ChannelCredentials) => grpc.Client } };
-      };
-    };
-    const target = new URL(inject("crmUrl")).host;
-    const client = new pkg.funil.crm.v1.ContactService(target, grpc.credentials.createInsecure());
+    const { client } = grpcContacts();
     try {
       const upsert = promisify<unknown, { contact: { id: string; name: string }; created: boolean }>(
         client,
@@ -56,6 +67,60 @@ describe("crm speaks gRPC (issue 2: Connect on HTTP/2)", () => {
         await expect(list({ workspaceId: ws.id, createdAfter })).rejects.toMatchObject({
           code: grpc.status.INVALID_ARGUMENT,
         });
+    } finally {
+      client.close();
+    }
+  });
+
+  it("issue 7: a plain gRPC client gets exactly the answer the gateway's client gets (Connect on HTTP/2)", async () => {
+    const ws = await newWorkspace();
+    const made = await ws.call("POST", "/contacts", {
+      name: "Same Answer",
+      phone: "+55 11 97777-0000",
+      email: "same@answer.io",
+      tags: ["a", "b"],
+      utm: { source: "google", campaign: "x" },
+    });
+    expect(made.status).toBe(201);
+    const { Ctor, client } = grpcContacts();
+    const gateway = rpcClient(ContactService, inject("crmUrl"));
+    try {
+      // The plain client's answer, as the bytes it would put on the wire, read with the generated schema.
+      const viaGrpc = async (method: string, req: unknown) => {
+        const res = await promisify<unknown, unknown>(client, method)(req);
+        return Ctor.service[method]!.responseSerialize(res);
+      };
+      const one = { workspaceId: ws.id, id: made.body.id };
+      const viaConnect = await gateway.getContact(one);
+      expect(viaConnect.contact?.utm?.campaign).toBe("x");
+      expect(
+        equals(
+          GetContactResponseSchema,
+          fromBinary(GetContactResponseSchema, await viaGrpc("GetContact", one)),
+          viaConnect,
+        ),
+      ).toBe(true);
+
+      const page = { workspaceId: ws.id, limit: 10 };
+      const listed = await gateway.listContacts(page);
+      expect(listed.data).toHaveLength(1);
+      expect(
+        equals(
+          ListContactsResponseSchema,
+          fromBinary(ListContactsResponseSchema, await viaGrpc("ListContacts", page)),
+          listed,
+        ),
+      ).toBe(true);
+
+      // Errors too: the same status code and the same stable error code in the metadata.
+      const missing = { workspaceId: ws.id, id: "ct_missing" };
+      const grpcError = await viaGrpc("GetContact", missing).catch((e: grpc.ServiceError) => e);
+      const connectError = await gateway.getContact(missing).catch((e: ConnectError) => e);
+      expect(connectError).toBeInstanceOf(ConnectError);
+      expect((grpcError as grpc.ServiceError).code).toBe((connectError as ConnectError).code);
+      expect((grpcError as grpc.ServiceError).metadata.get("funil-error-code")).toEqual([
+        (connectError as ConnectError).metadata.get("funil-error-code"),
+      ]);
     } finally {
       client.close();
     }

@@ -1,7 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createUnaryTransport } from "./unary-transport.js";
 
 /**
  * Retries a call that could not reach the service, but only for methods
@@ -20,16 +20,18 @@ const retryUnavailable: Interceptor = (next) => async (req) => {
   }
 };
 
-/** A typed client over gRPC (HTTP/2) with a default deadline. */
+/**
+ * A typed client with a default deadline, speaking the Connect protocol over HTTP/2 (services answer
+ * gRPC too, for other clients): bench/RESULTS.md shows what each step from gRPC on connect-node's
+ * transport saved. No compression: over loopback or a data-centre network, gzip of every response cost
+ * more CPU than the bytes it saved.
+ */
 export function rpcClient<S extends DescService>(service: S, baseUrl: string, timeoutMs = 10_000): Client<S> {
-  const transport = createGrpcTransport({
+  const transport = createUnaryTransport({
     baseUrl,
     defaultTimeoutMs: timeoutMs,
     interceptors: [retryUnavailable],
-    idleConnectionTimeoutMs: 60_000,
-    // Services talk over loopback or a data-centre network: gzip of every response cost more CPU than
-    // the bytes it saved (it was the top entry of a list page's profile).
-    acceptCompression: [],
+    idleTimeoutMs: 60_000,
   });
   return createClient(service, transport);
 }

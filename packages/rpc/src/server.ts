@@ -5,6 +5,7 @@ import { DomainError } from "@funil/errors";
 import type { Logger } from "pino";
 import { causeOf, isUnavailable, toConnectError } from "./errors.js";
 import { HealthService, type HealthSources, healthService } from "./health.js";
+import { unaryFastPath } from "./unary-handler.js";
 
 /**
  * Server side: a DomainError becomes its ConnectError (code and details in
@@ -32,7 +33,9 @@ export function errorInterceptor(log: Logger): Interceptor {
 }
 
 /**
- * Serves Connect, gRPC and gRPC-web (and the HealthService when given its sources) on cleartext HTTP/2 and returns a close()
+ * Serves Connect, gRPC and gRPC-web (and the HealthService when given its sources) on cleartext HTTP/2
+ * (the binary Connect unary calls of the services' own clients through the lean path of
+ * unary-handler.ts, the rest through connect-node) and returns a close()
  * that stops accepting, lets in-flight calls finish, then closes sessions.
  */
 export async function startRpcServer(opts: {
@@ -48,9 +51,12 @@ export async function startRpcServer(opts: {
     opts.routes(router);
     if (health) router.service(HealthService, healthService(health));
   };
-  const server = http2.createServer(
-    connectNodeAdapter({ routes, interceptors: [errorInterceptor(opts.log)] }),
-  );
+  const interceptors = [errorInterceptor(opts.log)];
+  const fast = unaryFastPath(interceptors);
+  const adapter = connectNodeAdapter({ routes: (router) => routes(fast.record(router)), interceptors });
+  const server = http2.createServer((req, res) => {
+    if (!fast.handle(req, res)) adapter(req, res);
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);

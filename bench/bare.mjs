@@ -1,0 +1,184 @@
+// The bare baseline of the benchmark (issue 7): what the hardware gives for the same answer without the
+// architecture. A minimal Fastify app that checks the bearer key's SHA-256 against an in-memory map, runs
+// crm's SQL on crm's database with the same `postgres` driver and options, and returns the JSON the
+// gateway returns (run.mjs checks that the bodies are equal before it measures anything).
+//
+// Run as its own process so that its CPU time can be read from /proc:
+//   BARE_CRM_DB=postgres://…/funil_bench_crm BARE_GATEWAY_DB=postgres://…/funil_bench_gateway node bench/bare.mjs
+// It prints its port on stdout once it listens. Its key map is loaded at start: keys made later are unknown.
+import { createHash } from "node:crypto";
+import { encodeCursor } from "@funil/rpc";
+import Fastify from "fastify";
+import postgres from "postgres";
+
+// The services' pool size and options (DATABASE_POOL_MAX, default 10, as packages/config reads it).
+const options = {
+  max: Number(process.env.DATABASE_POOL_MAX || 10),
+  transform: postgres.camel,
+  onnotice: () => {},
+};
+const crm = postgres(process.env.BARE_CRM_DB, { ...options, connection: { application_name: "bench_bare" } });
+const gateway = postgres(process.env.BARE_GATEWAY_DB, { max: 1, onnotice: () => {} });
+
+const keys = new Map();
+for (const k of await gateway`select hash, workspace_id, scopes from api_keys where revoked_at is null`)
+  keys.set(k.hash, { workspaceId: k.workspace_id, scopes: new Set(k.scopes) });
+await gateway.end();
+
+const contactColumns = crm`
+  id, workspace_id, name, phone, email, company, company_id, role, cpf, notes, tags, status,
+  owner_user_id, origin, custom_fields, url, utm, created_at, updated_at`;
+const dealColumns = crm`
+  id, workspace_id, title, pipeline_id, stage_id, contact_id, status, value_cents::text as value_cents,
+  currency, owner_user_id, temperature, tags, loss_reason, expected_close_at, won_at, lost_at, custom_fields,
+  source, utm, origin, url, stage_changed_at, created_at, updated_at, trashed_at`;
+
+const utm = (u) => ({
+  source: u?.source ?? null,
+  medium: u?.medium ?? null,
+  campaign: u?.campaign ?? null,
+  term: u?.term ?? null,
+  content: u?.content ?? null,
+});
+const contactJson = (r) => ({
+  id: r.id,
+  name: r.name,
+  phone: r.phone,
+  email: r.email,
+  company: r.company,
+  companyId: r.companyId,
+  role: r.role,
+  cpf: r.cpf,
+  notes: r.notes,
+  tags: r.tags,
+  status: r.status,
+  ownerUserId: r.ownerUserId,
+  origin: r.origin,
+  customFields: r.customFields,
+  createdAt: r.createdAt.toISOString(),
+  updatedAt: r.updatedAt.toISOString(),
+  url: r.url,
+  utm: utm(r.utm),
+});
+const iso = (d) => (d ? d.toISOString() : null);
+const dealJson = (r) => ({
+  id: r.id,
+  title: r.title,
+  pipelineId: r.pipelineId,
+  stageId: r.stageId,
+  contactId: r.contactId,
+  status: r.status,
+  valueCents: Number(r.valueCents),
+  currency: r.currency,
+  ownerUserId: r.ownerUserId,
+  temperature: r.temperature,
+  tags: r.tags,
+  lossReason: r.lossReason,
+  expectedCloseAt: iso(r.expectedCloseAt),
+  wonAt: iso(r.wonAt),
+  lostAt: iso(r.lostAt),
+  customFields: r.customFields,
+  createdAt: r.createdAt.toISOString(),
+  updatedAt: r.updatedAt.toISOString(),
+  source: r.source,
+  utm: utm(r.utm),
+  origin: r.origin,
+  stageChangedAt: r.stageChangedAt.toISOString(),
+  url: r.url,
+});
+
+const error = (code, message) => ({ error: { code, message } });
+
+/** The caller's workspace, or undefined after answering 401/403. */
+function authorize(req, reply, scope) {
+  const header = req.headers.authorization;
+  const key = header?.startsWith("Bearer ")
+    ? keys.get(createHash("sha256").update(header.slice(7)).digest("hex"))
+    : undefined;
+  if (!key) return void reply.code(401).send(error("unauthorized", "missing or unknown key"));
+  if (!key.scopes.has(scope)) return void reply.code(403).send(error("missing_scope", `needs ${scope}`));
+  return key.workspaceId;
+}
+
+/**
+ * A keyset page as crm issues it: one row more than the limit tells whether a next cursor exists; the
+ * cursor is bound to the list's filters and the workspace.
+ */
+function page(rows, limit, list, filters, toJson) {
+  const data = rows.slice(0, limit);
+  const last = data.at(-1);
+  const nextCursor =
+    rows.length > limit && last ? encodeCursor(list, filters, [last.createdAt.toISOString(), last.id]) : null;
+  return { data: data.map(toJson), nextCursor };
+}
+
+const app = Fastify({ logger: false });
+
+app.get("/api/v1/contacts/:id", async (req, reply) => {
+  const ws = authorize(req, reply, "contacts.read");
+  if (!ws) return reply;
+  const [row] =
+    await crm`select ${contactColumns} from contacts where workspace_id = ${ws} and id = ${req.params.id}`;
+  if (!row) return reply.code(404).send(error("not_found", "contact not found"));
+  return { ...contactJson(row), firstHumanTouchAt: null, lastHumanTouchAt: null };
+});
+
+app.get("/api/v1/contacts", async (req, reply) => {
+  const ws = authorize(req, reply, "contacts.read");
+  if (!ws) return reply;
+  const limit = Number(req.query.limit ?? 50);
+  const rows = await crm`
+    select ${contactColumns} from contacts where workspace_id = ${ws} and status = 'active'
+    order by created_at, id limit ${limit + 1}`;
+  return page(rows, limit, "contacts", { status: "active", workspaceId: ws }, contactJson);
+});
+
+app.get("/api/v1/opportunities/:id", async (req, reply) => {
+  const ws = authorize(req, reply, "opportunities.read");
+  if (!ws) return reply;
+  const [row] = await crm`
+    select ${dealColumns} from opportunities
+    where workspace_id = ${ws} and id = ${req.params.id} and trashed_at is null`;
+  if (!row) return reply.code(404).send(error("not_found", "opportunity not found"));
+  return { ...dealJson(row), firstHumanTouchAt: null, lastHumanTouchAt: null, lastActivityAt: null };
+});
+
+app.get("/api/v1/opportunities", async (req, reply) => {
+  const ws = authorize(req, reply, "opportunities.read");
+  if (!ws) return reply;
+  const limit = Number(req.query.limit ?? 50);
+  const rows = await crm`
+    select ${dealColumns} from opportunities where workspace_id = ${ws} and trashed_at is null
+    order by created_at, id limit ${limit + 1}`;
+  return page(rows, limit, "opportunities", { workspaceId: ws }, dealJson);
+});
+
+// The upsert the benchmark sends (a known phone, tags to add), with crm's locking: the row is found by
+// its phone digits under FOR UPDATE and written only when the tags change. Other bodies are not handled.
+app.post("/api/v1/contacts", async (req, reply) => {
+  const ws = authorize(req, reply, "contacts.write");
+  if (!ws) return reply;
+  const digits = String(req.body?.phone ?? "").replace(/\D/g, "");
+  const tags = req.body?.tags ?? [];
+  const row = await crm.begin(async (tx) => {
+    const [found] = await tx`
+      select ${contactColumns} from contacts where workspace_id = ${ws} and phone_digits = ${digits} for update`;
+    if (!found || tags.every((t) => found.tags.includes(t))) return found;
+    const [updated] = await tx`
+      update contacts set tags = ${[...new Set([...found.tags, ...tags])]}, updated_at = now()
+      where id = ${found.id} returning ${contactColumns}`;
+    return updated;
+  });
+  if (!row)
+    return reply.code(422).send(error("validation_failed", "the bare baseline only updates known phones"));
+  return contactJson(row);
+});
+
+const address = await app.listen({ port: Number(process.env.PORT ?? 0), host: "127.0.0.1" });
+console.log(new URL(address).port);
+process.once("SIGTERM", () =>
+  app
+    .close()
+    .then(() => crm.end({ timeout: 2 }))
+    .then(() => process.exit(0)),
+);

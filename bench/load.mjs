@@ -1,0 +1,67 @@
+// One measurement: autocannon against one URL for a fixed time, with the CPU time and RSS of the
+// processes under test read from /proc over exactly that time.
+import { randomUUID } from "node:crypto";
+import autocannon from "autocannon";
+import { watch } from "./procstat.mjs";
+
+/** The q-quantile of sorted numbers. */
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+
+/**
+ * Drives `url` with `connections` connections for `seconds` s (at `rate` req/s in all when given: the
+ * open-loop run). `groups` maps a process group's name to a function returning its pids. Latencies are
+ * recorded from every 2xx answer in fractional ms (autocannon's own histogram rounds to whole ms, too
+ * coarse for a 1 ms route). A fresh Idempotency-Key per request when `idempotent`, so each one creates.
+ */
+export async function measure({
+  url,
+  method = "GET",
+  body,
+  key,
+  connections,
+  seconds,
+  rate,
+  idempotent,
+  groups,
+}) {
+  const latencies = [];
+  const watcher = watch(groups);
+  watcher.start();
+  const instance = autocannon({
+    url,
+    method,
+    body,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    connections,
+    duration: seconds,
+    overallRate: rate,
+    requests: idempotent
+      ? [
+          {
+            setupRequest: (req) => ({ ...req, headers: { ...req.headers, "idempotency-key": randomUUID() } }),
+          },
+        ]
+      : undefined,
+  });
+  instance.on("response", (_client, status, _bytes, ms) => {
+    if (status >= 200 && status < 300) latencies.push(ms);
+  });
+  const result = await instance;
+  const used = watcher.stop();
+  latencies.sort((a, b) => a - b);
+  const ok = latencies.length;
+  const cpuUs = {};
+  const rssMb = {};
+  for (const [name, { cpu, rss }] of Object.entries(used)) {
+    cpuUs[name] = ok ? (cpu * 1e6) / ok : 0;
+    rssMb[name] = rss;
+  }
+  return {
+    rps: ok / (result.duration || seconds),
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    errors: result.non2xx + result.errors + result.timeouts,
+    cpuUs,
+    rssMb,
+  };
+}
