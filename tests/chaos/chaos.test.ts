@@ -1,5 +1,5 @@
 import { naming } from "@funil/config";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -81,9 +81,12 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
           "contacts.write",
           "opportunities.read",
           "opportunities.write",
+          "interactions.read",
           "webhooks.manage",
         ],
       });
+      const ingest = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+      const js = jetstream(ingest);
       const api: Api = {
         call: (method, path, body, headers = {}) =>
           request(method, `${base}/api/v1${path}`, body, {
@@ -91,6 +94,18 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
             ...headers,
           }),
         admin: adminCall,
+        publish: async (subject, payload) => {
+          const deadline = Date.now() + 30_000;
+          for (;;) {
+            try {
+              await js.publish(names.subject(subject), JSON.stringify(payload), { timeout: 1000 });
+              return;
+            } catch (err) {
+              if (Date.now() > deadline) throw err;
+              await sleep(100);
+            }
+          }
+        },
       };
       const workloads = WORKLOADS.map((w) => w());
       for (const w of workloads) await w.setup(api, ws.body.id);
@@ -116,7 +131,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       const writers = Array.from({ length: WRITERS }, async () => {
         while (writing) {
           const i = n++;
-          // Each workload numbers its own writes (0, 1, 2…), whatever the other workloads do.
+          // Each workload numbers its own writes 0, 1, 2…, however many workloads share the writers.
           await workloads[i % workloads.length]!.write(send, Math.floor(i / workloads.length));
         }
       });
@@ -155,6 +170,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       };
       const schedule = [
         () => killService("crm"),
+        () => killService("timeline"),
         () => killService("webhooks"),
         () => restart("NATS", nats),
         () => killGateway(),
@@ -168,6 +184,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       await sleep(1000);
       writing = false;
       await Promise.all(writers);
+      await ingest.close();
 
       // Everything published: the outbox is empty.
       await until(async () => {

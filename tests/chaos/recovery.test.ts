@@ -91,6 +91,7 @@ describe("issue 13 §3: a Redis outage answers within 200 ms and recovers by its
         AUTH_PORT: "0",
         HOST: "127.0.0.1",
         CRM_URL: inject("crmUrl"),
+        TIMELINE_URL: inject("timelineUrl"),
         WEBHOOKS_URL: inject("webhooksUrl"),
         REDIS_URL: redis.url,
         RATE_LIMIT_MAX: "5",

@@ -1,5 +1,4 @@
 import { type Receiver, signedWith, startReceiver } from "../receiver.js";
-
 /**
  * What the chaos run writes, one workload per service. Each one writes through the gateway the way a
  * careful client does (retrying with the same Idempotency-Key, or the same upsert, until it gets an
@@ -9,6 +8,8 @@ import { type Receiver, signedWith, startReceiver } from "../receiver.js";
 export interface Api {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
   admin(method: string, path: string, body?: unknown): Promise<Answer>;
+  /** Publishes on the run's INGEST stream (API.md §8), retrying until JetStream has stored it. */
+  publish(subject: string, payload: unknown): Promise<void>;
 }
 export interface Answer {
   status: number;
@@ -127,6 +128,95 @@ function crmWorkload(): Workload {
 }
 
 /**
+ * Issue 10: inbox messages of every kind of actor published on INGEST while the timeline is killed,
+ * with duplicates and malformed messages in between. Every stored message is listed once, in order,
+ * and the contact's touches are the first and last message stamped by a user.
+ */
+function timelineWorkload(): Workload {
+  let api: Api;
+  let workspaceId = "";
+  let contactId = "";
+  const run = Math.random().toString(36).slice(2, 8);
+  const stored = new Map<string, { at: string; user: boolean }>(); // id → send date, actor=user
+  const t0 = Date.UTC(2026, 0, 1);
+  const message = (n: number) => {
+    const kind = n % 3;
+    return {
+      workspaceId,
+      rowId: `${run}-${n}`,
+      channel: "whatsapp",
+      direction: kind === 1 ? "inbound" : "outbound",
+      contactId,
+      conversationId: `cv-${run}`,
+      conversationAssigneeUserId: "owner",
+      sentAt: new Date(t0 + n * 1000).toISOString(),
+      senderUserId: kind === 0 ? `u${n % 5}` : undefined,
+      senderKind: kind === 2 ? "automation" : undefined,
+      preview: `chaos ${n}`,
+    };
+  };
+  return {
+    name: "timeline: ingest",
+    async setup(a, ws) {
+      api = a;
+      workspaceId = ws;
+      const c = await api.call("POST", "/contacts", {
+        name: "Timeline",
+        phone: `+55 31 9${run.replace(/\D/g, "2")}0000`,
+      });
+      contactId = c.body.id;
+    },
+    async write(_send, n) {
+      const m = message(n);
+      await api.publish("ingest.inbox.message", m);
+      stored.set(`msg:${m.rowId}`, { at: m.sentAt, user: m.senderUserId !== undefined });
+      // A duplicate now and then, and a message against the contract: neither may change anything.
+      if (n % 5 === 0) await api.publish("ingest.inbox.message", m);
+      if (n % 7 === 0)
+        await api.publish("ingest.inbox.message", { ...m, rowId: `${run}-bad-${n}`, sentAt: "never" });
+    },
+    async verify(_api, _events, check) {
+      const want = [...stored].sort(([a, x], [b, y]) =>
+        x.at === y.at ? (a < b ? 1 : -1) : x.at < y.at ? 1 : -1,
+      );
+      const list = async () => {
+        const ids: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const page: Answer = await api.call(
+            "GET",
+            `/interactions?contactId=${contactId}&limit=500${cursor ? `&cursor=${cursor}` : ""}`,
+          );
+          if (page.status !== 200) return [];
+          ids.push(...page.body.data.map((i: { id: string }) => i.id));
+          cursor = page.body.nextCursor;
+        } while (cursor);
+        return ids;
+      };
+      // The timeline drains what it missed while it was down: a few seconds at most.
+      let ids = await list();
+      for (let tries = 0; ids.length < want.length && tries < 100; tries++) {
+        await new Promise((r) => setTimeout(r, 200));
+        ids = await list();
+      }
+      check(ids.length === new Set(ids).size, `no interaction is listed twice (${ids.length})`);
+      check(
+        JSON.stringify(ids) === JSON.stringify(want.map(([id]) => id)),
+        `every accepted message is listed once, newest first (${ids.length} listed, ${want.length} published)`,
+      );
+      const touches = want.filter(([, m]) => m.user).map(([, m]) => m.at);
+      const contact = await api.call("GET", `/contacts/${contactId}`);
+      check(
+        contact.body.firstHumanTouchAt === (touches.at(-1) ?? null) &&
+          contact.body.lastHumanTouchAt === (touches[0] ?? null),
+        `the contact's touches are its first and last user message (${contact.body.firstHumanTouchAt}, ${contact.body.lastHumanTouchAt})`,
+      );
+      check(stored.size > 0, `messages were published (${stored.size})`);
+    },
+  };
+}
+
+/**
  * Webhooks (issue 11): a subscription to contact.created on a local receiver; after the faults (the
  * webhooks process killed among them) every accepted contact reached the receiver, through one delivery
  * (one x-funil-delivery per event, however often it was attempted), each signed with the secret.
@@ -179,4 +269,4 @@ function deliveriesWorkload(): Workload {
   };
 }
 
-export const WORKLOADS: Array<() => Workload> = [crmWorkload, deliveriesWorkload];
+export const WORKLOADS: Array<() => Workload> = [crmWorkload, timelineWorkload, deliveriesWorkload];

@@ -214,6 +214,14 @@ describe("operations endpoints (API §1)", () => {
             nats: { ok: true, required: false },
           },
         },
+        timeline: {
+          ok: true,
+          required: true,
+          dependencies: {
+            postgresql: { ok: true, required: true },
+            nats: { ok: true, required: false },
+          },
+        },
         webhooks: {
           ok: true,
           required: true,
@@ -230,9 +238,12 @@ describe("operations endpoints (API §1)", () => {
     expect(metrics).toMatch(/funil_outbox_backlog\{service="crm"\} \d+/);
     expect(metrics).toMatch(/funil_outbox_oldest_age_seconds\{service="crm"\} [\d.e-]+/);
     expect(metrics).toMatch(/funil_outbox_publish_failures_total\{service="crm"\} \d+/);
+    expect(metrics).toMatch(
+      /funil_consumer_redeliveries_total\{service="timeline",consumer="timeline-inbox"\} \d+/,
+    );
+    expect(metrics).toMatch(/funil_consumer_pending\{service="timeline",consumer="timeline-events"\} \d+/);
     expect(metrics).toMatch(/funil_service_up\{service="webhooks"\} 1/);
     expect(metrics).toMatch(/funil_consumer_pending\{service="webhooks",consumer="webhooks-sender"\} \d+/);
-    expect(metrics).toContain("funil_consumer_redeliveries_total");
     expect(metrics).toContain("funil_consumer_lag_seconds");
   });
 

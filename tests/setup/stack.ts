@@ -13,6 +13,7 @@ declare module "vitest" {
     funilEnv: string;
     authUrl: string;
     crmUrl: string;
+    timelineUrl: string;
     webhooksUrl: string;
   }
 }
@@ -61,6 +62,7 @@ export default async function setup(project: TestProject) {
   project.provide("funilEnv", TEST_ENV);
   project.provide("authUrl", stack.env.AUTH_URL);
   project.provide("crmUrl", stack.env.CRM_URL);
+  project.provide("timelineUrl", stack.env.TIMELINE_URL);
   project.provide("webhooksUrl", stack.env.WEBHOOKS_URL);
   return async () => {
     await stack.stop();

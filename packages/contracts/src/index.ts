@@ -9,5 +9,7 @@ export * from "./gen/funil/crm/v1/pipelines_pb.js";
 export * from "./gen/funil/crm/v1/tasks_pb.js";
 export * from "./gen/funil/gateway/v1/auth_pb.js";
 export * from "./gen/funil/health/v1/health_pb.js";
+export * from "./gen/funil/timeline/v1/interactions_pb.js";
+export * from "./gen/funil/timeline/v1/summaries_pb.js";
 export * from "./gen/funil/webhooks/v1/webhooks_pb.js";
 export * from "./services.js";

@@ -6,6 +6,8 @@ import { MemberService } from "./gen/funil/crm/v1/members_pb.js";
 import { NoteService } from "./gen/funil/crm/v1/notes_pb.js";
 import { PipelineService } from "./gen/funil/crm/v1/pipelines_pb.js";
 import { TaskService } from "./gen/funil/crm/v1/tasks_pb.js";
+import { InteractionService } from "./gen/funil/timeline/v1/interactions_pb.js";
+import { SummaryService } from "./gen/funil/timeline/v1/summaries_pb.js";
 import { WebhookService } from "./gen/funil/webhooks/v1/webhooks_pb.js";
 
 /**
@@ -24,6 +26,10 @@ export const SERVICES = {
     funnel: FunnelService,
     tasks: TaskService,
     notes: NoteService,
+  },
+  timeline: {
+    interactions: InteractionService,
+    summaries: SummaryService,
   },
   webhooks: {
     webhooks: WebhookService,

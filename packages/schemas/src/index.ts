@@ -6,6 +6,7 @@ export * from "./common.js";
 export * from "./contacts.js";
 export * from "./deals.js";
 export * from "./funnel.js";
+export * from "./interactions.js";
 export * from "./notes.js";
 export * from "./pipelines.js";
 export * from "./tasks.js";

@@ -15,6 +15,7 @@ import { adminRoutes } from "./routes/admin/index.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { dealRoutes } from "./routes/v1/deals.js";
 import { funnelRoutes } from "./routes/v1/funnel.js";
+import { interactionRoutes } from "./routes/v1/interactions.js";
 import { noteRoutes } from "./routes/v1/notes.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
@@ -122,6 +123,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(funnelRoutes(ctx));
       await v1.register(taskRoutes(ctx));
       await v1.register(noteRoutes(ctx));
+      await v1.register(interactionRoutes(ctx));
       await v1.register(workspaceRoutes(ctx));
       await v1.register(webhookRoutes(ctx));
     },

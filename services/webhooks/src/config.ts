@@ -15,7 +15,7 @@ const secretKey = z
   .refine((b) => b.length === 32, "must be 32 bytes, as 64 hex characters or base64");
 
 export const webhooksConfig = baseEnv.extend({
-  WEBHOOKS_PORT: port.default(7002),
+  WEBHOOKS_PORT: port.default(7003),
   HOST: z.string().default("127.0.0.1"),
   /** The gateway's internal Auth service: a key's current scopes, asked at every attempt. */
   AUTH_URL: z.url().default("http://127.0.0.1:7100"),

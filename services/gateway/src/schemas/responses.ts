@@ -4,6 +4,7 @@ import {
   CustomFieldSchema,
   DeliverySchema,
   FunnelSchema,
+  InteractionSchema,
   MemberSchema,
   NoteSchema,
   OpportunitySchema,
@@ -18,6 +19,8 @@ import {
   disabledReason,
   fieldEntity,
   fieldType,
+  interactionActor,
+  interactionDirection,
   webhookEvent,
   z,
 } from "@funil/schemas";
@@ -125,6 +128,9 @@ export const customField = apiSchema(CustomFieldSchema, {
   narrow: { entity: fieldEntity, type: fieldType },
 }).meta({ id: "CustomField" });
 export const member = apiSchema(MemberSchema).meta({ id: "Member" });
+export const interaction = apiSchema(InteractionSchema, {
+  narrow: { direction: interactionDirection, actor: interactionActor },
+}).meta({ id: "Interaction" });
 
 export const webhook = apiSchema(SubscriptionSchema, {
   narrow: { events: z.array(webhookEvent), disabledReason: disabledReason.nullable() },
