@@ -44,6 +44,9 @@ beforeAll(async () => {
     LOG_LEVEL: "warn",
     RATE_LIMIT_MAX: "1000000",
     UPSTREAM_TIMEOUT_MS: "3000",
+    WEBHOOK_ALLOW_HTTP: "true",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    WEBHOOK_RETRY_SCHEDULE_MS: "200,400,800,1600,3200",
   };
   delete env.PORT;
   for (const name of Object.keys(env))
@@ -81,6 +84,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
           "calendars.read",
           "calendars.write",
           "interactions.read",
+          "webhooks.manage",
         ],
       });
       const ingest = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -169,6 +173,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
       const schedule = [
         () => killService("crm"),
         () => killService("timeline"),
+        () => killService("webhooks"),
         () => restart("NATS", nats),
         () => killGateway(),
         () => restart("Redis", redis),

@@ -93,6 +93,7 @@ describe("issue 13 §3: a Redis outage answers within 200 ms and recovers by its
         CRM_URL: inject("crmUrl"),
         SCHEDULING_URL: inject("schedulingUrl"),
         TIMELINE_URL: inject("timelineUrl"),
+        WEBHOOKS_URL: inject("webhooksUrl"),
         REDIS_URL: redis.url,
         RATE_LIMIT_MAX: "5",
         KEY_CACHE_TTL_MS: "3600000",

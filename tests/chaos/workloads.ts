@@ -1,3 +1,4 @@
+import { type Receiver, signedWith, startReceiver } from "../receiver.js";
 /**
  * What the chaos run writes, one workload per service. Each one writes through the gateway the way a
  * careful client does (retrying with the same Idempotency-Key, or the same upsert, until it gets an
@@ -318,4 +319,62 @@ function timelineWorkload(): Workload {
   };
 }
 
-export const WORKLOADS: Array<() => Workload> = [crmWorkload, timelineWorkload, schedulingWorkload];
+/**
+ * Webhooks (issue 11): a subscription to contact.created on a local receiver; after the faults (the
+ * webhooks process killed among them) every accepted contact reached the receiver, through one delivery
+ * (one x-funil-delivery per event, however often it was attempted), each signed with the secret.
+ */
+function deliveriesWorkload(): Workload {
+  const accepted = new Set<string>();
+  let receiver: Receiver | undefined;
+  let secret = "";
+  return {
+    name: "webhooks: contact.created deliveries",
+    async setup(api) {
+      receiver = await startReceiver();
+      const sub = await api.call("POST", "/webhooks", {
+        url: receiver.url("/chaos"),
+        events: ["contact.created"],
+      });
+      if (sub.status !== 201) throw new Error(`webhook: ${sub.status} ${JSON.stringify(sub.body)}`);
+      secret = sub.body.secret;
+    },
+    async write(send, n) {
+      const res = await send("POST", "/contacts", {
+        name: `Hook ${n}`,
+        phone: `+55 61 ${String(n).padStart(9, "0")}`,
+      });
+      if (res.status === 201) accepted.add(res.body.id);
+    },
+    async verify(_api, _events, check) {
+      const rx = receiver!;
+      const delivered = () => new Set(rx.at("/chaos").map((r) => r.body?.data?.id));
+      const deadline = Date.now() + 30_000;
+      while ([...accepted].some((id) => !delivered().has(id)) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 200));
+      const missing = [...accepted].filter((id) => !delivered().has(id));
+      check(missing.length === 0, `every accepted contact was delivered (${missing.length} missing)`);
+      const deliveriesOf = new Map<string, Set<string>>();
+      for (const r of rx.at("/chaos")) {
+        const ids = deliveriesOf.get(r.body.data.id) ?? new Set();
+        ids.add(String(r.headers["x-funil-delivery"]));
+        deliveriesOf.set(r.body.data.id, ids);
+      }
+      const twice = [...deliveriesOf.values()].filter((ids) => ids.size > 1).length;
+      check(twice === 0, `one delivery per event and subscription (${twice} events had more)`);
+      check(
+        rx.at("/chaos").every((r) => signedWith(r, secret)),
+        "every attempt is signed with the subscription's secret",
+      );
+      check(accepted.size > 0, `contacts for the webhook were accepted (${accepted.size})`);
+      await rx.close();
+    },
+  };
+}
+
+export const WORKLOADS: Array<() => Workload> = [
+  crmWorkload,
+  timelineWorkload,
+  schedulingWorkload,
+  deliveriesWorkload,
+];

@@ -231,6 +231,14 @@ describe("operations endpoints (API §1)", () => {
             redis: { ok: true, required: false },
           },
         },
+        webhooks: {
+          ok: true,
+          required: true,
+          dependencies: {
+            postgresql: { ok: true, required: true },
+            nats: { ok: true, required: false },
+          },
+        },
       },
     });
     const metrics = await fetch(`${gatewayUrl()}/metrics`).then((r) => r.text());
@@ -244,6 +252,8 @@ describe("operations endpoints (API §1)", () => {
       /funil_consumer_redeliveries_total\{service="timeline",consumer="timeline-inbox"\} \d+/,
     );
     expect(metrics).toMatch(/funil_consumer_pending\{service="timeline",consumer="timeline-events"\} \d+/);
+    expect(metrics).toMatch(/funil_service_up\{service="webhooks"\} 1/);
+    expect(metrics).toMatch(/funil_consumer_pending\{service="webhooks",consumer="webhooks-sender"\} \d+/);
     expect(metrics).toContain("funil_consumer_lag_seconds");
   });
 

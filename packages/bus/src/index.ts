@@ -131,6 +131,12 @@ export interface ConsumerSpec {
   maxDeliver?: number;
   ackWaitMs?: number;
   /**
+   * Messages handed out and not yet acknowledged. A message nak'ed with a
+   * delay (a scheduled retry) counts until it is acknowledged, so a consumer
+   * that schedules work far ahead needs more than the server's default 1000.
+   */
+  maxAckPending?: number;
+  /**
    * Messages handled at once by this process (default 1: in order). More is for handlers whose
    * effects commute (idempotent, order-free writes), where one at a time leaves the database idle.
    */
@@ -154,6 +160,7 @@ export async function consume(
     filter_subject: spec.filterSubject,
     max_deliver: spec.maxDeliver ?? -1,
     ack_wait: nanos(spec.ackWaitMs ?? 30_000),
+    ...(spec.maxAckPending === undefined ? {} : { max_ack_pending: spec.maxAckPending }),
   };
   try {
     await jsm.consumers.info(spec.stream, spec.durable);

@@ -10,6 +10,7 @@ import { AppointmentService } from "./gen/funil/scheduling/v1/appointments_pb.js
 import { CalendarService } from "./gen/funil/scheduling/v1/calendars_pb.js";
 import { InteractionService } from "./gen/funil/timeline/v1/interactions_pb.js";
 import { SummaryService } from "./gen/funil/timeline/v1/summaries_pb.js";
+import { WebhookService } from "./gen/funil/webhooks/v1/webhooks_pb.js";
 
 /**
  * Every backend service and the Connect services it serves, written once: the
@@ -33,5 +34,8 @@ export const SERVICES = {
     summaries: SummaryService,
   },
   scheduling: { calendars: CalendarService, appointments: AppointmentService },
+  webhooks: {
+    webhooks: WebhookService,
+  },
 } as const;
 export type ServiceName = keyof typeof SERVICES;

@@ -12,4 +12,5 @@ export * from "./pipelines.js";
 export * from "./scheduling.js";
 export * from "./tasks.js";
 export * from "./time.js";
+export * from "./webhooks.js";
 export * from "./workspace.js";

@@ -21,6 +21,7 @@ import { interactionRoutes } from "./routes/v1/interactions.js";
 import { noteRoutes } from "./routes/v1/notes.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
+import { webhookRoutes } from "./routes/v1/webhooks.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -128,6 +129,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(workspaceRoutes(ctx));
       await v1.register(calendarRoutes(ctx));
       await v1.register(appointmentRoutes(ctx));
+      await v1.register(webhookRoutes(ctx));
     },
     { prefix: "/api/v1" },
   );

@@ -4,6 +4,7 @@ import {
   CalendarSchema,
   ContactSchema,
   CustomFieldSchema,
+  DeliverySchema,
   FunnelSchema,
   InteractionSchema,
   MemberSchema,
@@ -11,6 +12,7 @@ import {
   OpportunitySchema,
   PipelineSchema,
   SlotSchema,
+  SubscriptionSchema,
   TaskSchema,
 } from "@funil/contracts";
 import {
@@ -18,10 +20,13 @@ import {
   appointmentStatus,
   contactStatus,
   dealStatus,
+  deliveryStatus,
+  disabledReason,
   fieldEntity,
   fieldType,
   interactionActor,
   interactionDirection,
+  webhookEvent,
   z,
 } from "@funil/schemas";
 
@@ -136,3 +141,16 @@ export const appointment = apiSchema(AppointmentSchema, {
 export const interaction = apiSchema(InteractionSchema, {
   narrow: { direction: interactionDirection, actor: interactionActor },
 }).meta({ id: "Interaction" });
+
+export const webhook = apiSchema(SubscriptionSchema, {
+  narrow: { events: z.array(webhookEvent), disabledReason: disabledReason.nullable() },
+}).meta({ id: "WebhookSubscription" });
+export const webhookCreated = z
+  .object({ subscription: webhook, secret: z.string().describe("whsec_…: shown only in this answer") })
+  .meta({ id: "WebhookCreated" });
+export const webhookSecret = z
+  .object({ secret: z.string().describe("the new whsec_…; the old one keeps signing for 24 h") })
+  .meta({ id: "WebhookSecret" });
+export const delivery = apiSchema(DeliverySchema, {
+  narrow: { status: deliveryStatus, event: webhookEvent },
+}).meta({ id: "WebhookDelivery" });
