@@ -140,3 +140,35 @@ export async function eventsSubscriber() {
     },
   };
 }
+
+/**
+ * Publishes to the test stack's INGEST stream as the inbox, telephony and
+ * e-mail systems do (API.md §8), and reads what the timeline refused
+ * (ingest.dead.<subject>).
+ */
+export async function ingestClient() {
+  const nc = await connect({ servers: inject("natsUrl") });
+  const js = jetstream(nc);
+  const names = naming(inject("funilEnv"));
+  return {
+    publish: (subject: string, payload: unknown) =>
+      js.publish(names.subject(subject), typeof payload === "string" ? payload : JSON.stringify(payload)),
+    /** Dead letters published since `since` whose payload contains `marker`. */
+    async deadLetters(marker: string, since: Date) {
+      const consumer = await js.consumers.get(names.stream("INGEST"), {
+        filter_subjects: names.subject("ingest.dead.>"),
+        deliver_policy: DeliverPolicy.StartTime,
+        opt_start_time: since.toISOString(),
+      });
+      // biome-ignore lint/suspicious/noExplicitAny: dead letters are free JSON
+      const found: any[] = [];
+      for (;;) {
+        const m = await consumer.next({ expires: 1000 });
+        if (!m) return found;
+        const body = m.json<{ payload: string }>();
+        if (body.payload.includes(marker)) found.push({ ...body, deadSubject: m.subject });
+      }
+    },
+    close: () => nc.close(),
+  };
+}

@@ -1,13 +1,15 @@
+import { type Receiver, signedWith, startReceiver } from "../receiver.js";
 /**
  * What the chaos run writes, one workload per service. Each one writes through the gateway the way a
  * careful client does (retrying with the same Idempotency-Key, or the same upsert, until it gets an
  * answer), remembers what was accepted, and afterwards checks that every accepted write is there once
- * and has exactly one event. A new service adds its workload to WORKLOADS. A service fed by the bus
- * (learning) publishes its writes instead, with `publish`.
+ * and has exactly one event. A new service adds its workload to WORKLOADS.
  */
 export interface Api {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
   admin(method: string, path: string, body?: unknown): Promise<Answer>;
+  /** Publishes on the run's INGEST or PLATFORM stream (API.md §8, §10), retrying until JetStream has stored it. */
+  publish(subject: string, payload: unknown): Promise<void>;
 }
 export interface Answer {
   status: number;
@@ -27,8 +29,8 @@ export interface Workload {
   name: string;
   /** Before the faults: what the writes need (through the admin API). */
   setup(api: Api, workspaceId: string): Promise<void>;
-  /** Write number n; `send` retries until a final answer and returns it, `publish` until JetStream acks. */
-  write(send: Send, n: number, publish: Publish): Promise<void>;
+  /** Write number n; `send` retries until a final answer and returns it. */
+  write(send: Send, n: number): Promise<void>;
   /** After the faults: every accepted write present once, with one *.created event each. */
   verify(api: Api, events: EventEnvelope[], check: Check): Promise<void>;
 }
@@ -39,8 +41,6 @@ export type Send = (
   headers?: Record<string, string>,
 ) => Promise<Answer>;
 export type Check = (ok: boolean, message: string) => void;
-/** Publishes to JetStream (subject without the FUNIL_ENV prefix) with a message id; false if never acked. */
-export type Publish = (subject: string, data: unknown, msgID: string) => Promise<boolean>;
 
 function crmWorkload(): Workload {
   const contacts = new Map<string, string>(); // phone → id
@@ -128,18 +128,266 @@ function crmWorkload(): Workload {
 }
 
 /**
- * learning: each write is a learner sent as four PLATFORM messages (the profile, an enrollment, then
- * lesson progress newer before older) through NATS restarts and kills of the service. Afterwards every
- * acked learner is listed once, with one enrollment and the newer progress (the consumer's inbox and the
- * latest-`at` rule hold across redeliveries).
+ * scheduling: bookings under an Idempotency-Key, two assignees, three writes per time (the third
+ * collides with the first) and a daily cap below what is asked of a day. Afterwards: no assignee in
+ * two meetings at once, no day above its cap, one meeting and one meeting.booked per accepted key.
+ */
+function schedulingWorkload(): Workload {
+  const booked = new Map<string, string>(); // Idempotency-Key → id
+  const run = Math.random().toString(36).slice(2, 8);
+  const cap = 20;
+  const base = Date.parse(new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10));
+  let calendar = { id: "", key: "" };
+  const assignees: string[] = [];
+  let contactId = "";
+  return {
+    name: "scheduling: bookings",
+    async setup(api, workspaceId) {
+      for (const i of [1, 2]) {
+        const m = await api.admin("POST", `/workspaces/${workspaceId}/members`, {
+          name: `Closer ${i}`,
+          email: `closer${i}.${run}@chaos.test`,
+          role: "atendente",
+        });
+        if (m.status !== 201) throw new Error(`member: ${m.status}`);
+        assignees.push(m.body.id);
+      }
+      const cal = await api.admin("POST", `/workspaces/${workspaceId}/calendars`, {
+        key: `chaos-${run}`,
+        name: "Chaos",
+        durationMin: 30,
+        dailyCap: cap,
+        timezone: "UTC",
+        assigneeUserIds: assignees,
+        availability: [0, 1, 2, 3, 4, 5, 6].map((weekday) => ({ weekday, start: "00:00", end: "24:00" })),
+      });
+      if (cal.status !== 201) throw new Error(`calendar: ${cal.status}`);
+      calendar = cal.body;
+      const c = await api.call("POST", "/contacts", { name: "Booker", email: `booker.${run}@chaos.test` });
+      contactId = c.body.id;
+    },
+    async write(send, n) {
+      const key = `chaos-apt-${run}-${n}`;
+      const slot = Math.floor(n / 3);
+      const res = await send(
+        "POST",
+        "/appointments",
+        {
+          calendarId: calendar.id,
+          contactId,
+          startAt: new Date(base + slot * 30 * 60_000).toISOString(),
+          assigneeUserId: assignees[n % 2],
+        },
+        { "idempotency-key": key },
+      );
+      if (res.status === 201) booked.set(key, res.body.id);
+    },
+    async verify(api, events, check) {
+      const meetings: Array<{ id: string; startAt: string; endAt: string; assigneeUserId: string }> = [];
+      let cursor: string | null = null;
+      do {
+        const path = `/appointments?calendarKey=${calendar.key}&limit=500${cursor ? `&cursor=${cursor}` : ""}`;
+        let page: Answer = await api.call("GET", path);
+        // The last fault may be a killed scheduling process that is still coming back.
+        for (let i = 0; page.status === 503 && i < 40; i++) {
+          await new Promise((r) => setTimeout(r, 250));
+          page = await api.call("GET", path);
+        }
+        if (page.status !== 200)
+          throw new Error(`GET /appointments: ${page.status} ${JSON.stringify(page.body)}`);
+        meetings.push(...page.body.data);
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      const ids = new Set(meetings.map((m) => m.id));
+      check(
+        ids.size === booked.size,
+        `one meeting per accepted key (${ids.size} meetings, ${booked.size} keys)`,
+      );
+      const bookedEvents = new Map<string, number>();
+      for (const e of events)
+        if (e.type === "meeting.booked") bookedEvents.set(e.data.id, (bookedEvents.get(e.data.id) ?? 0) + 1);
+      for (const [key, id] of booked) {
+        check(ids.has(id), `the meeting of ${key} is there`);
+        check(
+          bookedEvents.get(id) === 1,
+          `meeting ${id} has one meeting.booked event (${bookedEvents.get(id)})`,
+        );
+      }
+      for (const a of assignees) {
+        const own = meetings
+          .filter((m) => m.assigneeUserId === a)
+          .sort((x, y) => x.startAt.localeCompare(y.startAt));
+        const overlaps = own.filter((m, i) => i > 0 && m.startAt < own[i - 1]!.endAt).length;
+        check(overlaps === 0, `assignee ${a} is never in two meetings at once (${overlaps} overlaps)`);
+      }
+      const perDay = new Map<string, number>();
+      for (const m of meetings)
+        perDay.set(m.startAt.slice(0, 10), (perDay.get(m.startAt.slice(0, 10)) ?? 0) + 1);
+      const over = [...perDay].filter(([, count]) => count > cap);
+      check(over.length === 0, `no day above its cap of ${cap} (${JSON.stringify(over)})`);
+      check(booked.size > 0, `bookings were accepted (${booked.size})`);
+    },
+  };
+}
+
+/**
+ * Issue 10: inbox messages of every kind of actor published on INGEST while the timeline is killed,
+ * with duplicates and malformed messages in between. Every stored message is listed once, in order,
+ * and the contact's touches are the first and last message stamped by a user.
+ */
+function timelineWorkload(): Workload {
+  let api: Api;
+  let workspaceId = "";
+  let contactId = "";
+  const run = Math.random().toString(36).slice(2, 8);
+  const stored = new Map<string, { at: string; user: boolean }>(); // id → send date, actor=user
+  const t0 = Date.UTC(2026, 0, 1);
+  const message = (n: number) => {
+    const kind = n % 3;
+    return {
+      workspaceId,
+      rowId: `${run}-${n}`,
+      channel: "whatsapp",
+      direction: kind === 1 ? "inbound" : "outbound",
+      contactId,
+      conversationId: `cv-${run}`,
+      conversationAssigneeUserId: "owner",
+      sentAt: new Date(t0 + n * 1000).toISOString(),
+      senderUserId: kind === 0 ? `u${n % 5}` : undefined,
+      senderKind: kind === 2 ? "automation" : undefined,
+      preview: `chaos ${n}`,
+    };
+  };
+  return {
+    name: "timeline: ingest",
+    async setup(a, ws) {
+      api = a;
+      workspaceId = ws;
+      const c = await api.call("POST", "/contacts", {
+        name: "Timeline",
+        phone: `+55 31 9${run.replace(/\D/g, "2")}0000`,
+      });
+      contactId = c.body.id;
+    },
+    async write(_send, n) {
+      const m = message(n);
+      await api.publish("ingest.inbox.message", m);
+      stored.set(`msg:${m.rowId}`, { at: m.sentAt, user: m.senderUserId !== undefined });
+      // A duplicate now and then, and a message against the contract: neither may change anything.
+      if (n % 5 === 0) await api.publish("ingest.inbox.message", m);
+      if (n % 7 === 0)
+        await api.publish("ingest.inbox.message", { ...m, rowId: `${run}-bad-${n}`, sentAt: "never" });
+    },
+    async verify(_api, _events, check) {
+      const want = [...stored].sort(([a, x], [b, y]) =>
+        x.at === y.at ? (a < b ? 1 : -1) : x.at < y.at ? 1 : -1,
+      );
+      const list = async () => {
+        const ids: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const page: Answer = await api.call(
+            "GET",
+            `/interactions?contactId=${contactId}&limit=500${cursor ? `&cursor=${cursor}` : ""}`,
+          );
+          if (page.status !== 200) return [];
+          ids.push(...page.body.data.map((i: { id: string }) => i.id));
+          cursor = page.body.nextCursor;
+        } while (cursor);
+        return ids;
+      };
+      // The timeline drains what it missed while it was down: a few seconds at most.
+      let ids = await list();
+      for (let tries = 0; ids.length < want.length && tries < 100; tries++) {
+        await new Promise((r) => setTimeout(r, 200));
+        ids = await list();
+      }
+      check(ids.length === new Set(ids).size, `no interaction is listed twice (${ids.length})`);
+      check(
+        JSON.stringify(ids) === JSON.stringify(want.map(([id]) => id)),
+        `every accepted message is listed once, newest first (${ids.length} listed, ${want.length} published)`,
+      );
+      const touches = want.filter(([, m]) => m.user).map(([, m]) => m.at);
+      const contact = await api.call("GET", `/contacts/${contactId}`);
+      check(
+        contact.body.firstHumanTouchAt === (touches.at(-1) ?? null) &&
+          contact.body.lastHumanTouchAt === (touches[0] ?? null),
+        `the contact's touches are its first and last user message (${contact.body.firstHumanTouchAt}, ${contact.body.lastHumanTouchAt})`,
+      );
+      check(stored.size > 0, `messages were published (${stored.size})`);
+    },
+  };
+}
+
+/**
+ * Webhooks (issue 11): a subscription to contact.created on a local receiver; after the faults (the
+ * webhooks process killed among them) every accepted contact reached the receiver, through one delivery
+ * (one x-funil-delivery per event, however often it was attempted), each signed with the secret.
+ */
+function deliveriesWorkload(): Workload {
+  const accepted = new Set<string>();
+  let receiver: Receiver | undefined;
+  let secret = "";
+  return {
+    name: "webhooks: contact.created deliveries",
+    async setup(api) {
+      receiver = await startReceiver();
+      const sub = await api.call("POST", "/webhooks", {
+        url: receiver.url("/chaos"),
+        events: ["contact.created"],
+      });
+      if (sub.status !== 201) throw new Error(`webhook: ${sub.status} ${JSON.stringify(sub.body)}`);
+      secret = sub.body.secret;
+    },
+    async write(send, n) {
+      const res = await send("POST", "/contacts", {
+        name: `Hook ${n}`,
+        phone: `+55 61 ${String(n).padStart(9, "0")}`,
+      });
+      if (res.status === 201) accepted.add(res.body.id);
+    },
+    async verify(_api, _events, check) {
+      const rx = receiver!;
+      const delivered = () => new Set(rx.at("/chaos").map((r) => r.body?.data?.id));
+      const deadline = Date.now() + 30_000;
+      while ([...accepted].some((id) => !delivered().has(id)) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 200));
+      const missing = [...accepted].filter((id) => !delivered().has(id));
+      check(missing.length === 0, `every accepted contact was delivered (${missing.length} missing)`);
+      const deliveriesOf = new Map<string, Set<string>>();
+      for (const r of rx.at("/chaos")) {
+        const ids = deliveriesOf.get(r.body.data.id) ?? new Set();
+        ids.add(String(r.headers["x-funil-delivery"]));
+        deliveriesOf.set(r.body.data.id, ids);
+      }
+      const twice = [...deliveriesOf.values()].filter((ids) => ids.size > 1).length;
+      check(twice === 0, `one delivery per event and subscription (${twice} events had more)`);
+      check(
+        rx.at("/chaos").every((r) => signedWith(r, secret)),
+        "every attempt is signed with the subscription's secret",
+      );
+      check(accepted.size > 0, `contacts for the webhook were accepted (${accepted.size})`);
+      await rx.close();
+    },
+  };
+}
+
+/**
+ * Issue 12: each write is a learner sent as four PLATFORM messages (the profile, an enrollment, then
+ * lesson progress newer before older) through NATS restarts and kills of the learning service.
+ * Afterwards every published learner is listed once, with one enrollment and the newer progress (the
+ * consumer's inbox and the latest-`at` rule hold across redeliveries).
  */
 function learningWorkload(): Workload {
+  let api: Api;
   const learners = new Set<string>();
   const run = Math.random().toString(36).slice(2, 8);
   return {
     name: "learning: platform messages",
-    async setup() {},
-    async write(_send, n, publish) {
+    async setup(a) {
+      api = a;
+    },
+    async write(_send, n) {
       const userId = `chaos-${run}-${n}`;
       const progress = (watchSec: number, at: string) => ({
         userId,
@@ -150,34 +398,25 @@ function learningWorkload(): Workload {
         completed: false,
         at,
       });
-      const sent =
-        (await publish(
-          "platform.user.upserted",
-          {
-            userId,
-            name: `Chaos ${run} ${n}`,
-            email: `${userId}@chaos.io`,
-            createdAt: new Date().toISOString(),
-          },
-          `${userId}-user`,
-        )) &&
-        (await publish(
-          "platform.enrollment.upserted",
-          {
-            userId,
-            courseId: "chaos-c1",
-            status: "active",
-            progressPct: 10,
-            startedAt: null,
-            completedAt: null,
-          },
-          `${userId}-enrollment`,
-        )) &&
-        (await publish("platform.lesson.progress", progress(20, new Date().toISOString()), `${userId}-p2`)) &&
-        (await publish("platform.lesson.progress", progress(10, "2020-01-01T00:00:00.000Z"), `${userId}-p1`));
-      if (sent) learners.add(userId);
+      await api.publish("platform.user.upserted", {
+        userId,
+        name: `Chaos ${run} ${n}`,
+        email: `${userId}@chaos.io`,
+        createdAt: new Date().toISOString(),
+      });
+      await api.publish("platform.enrollment.upserted", {
+        userId,
+        courseId: "chaos-c1",
+        status: "active",
+        progressPct: 10,
+        startedAt: null,
+        completedAt: null,
+      });
+      await api.publish("platform.lesson.progress", progress(20, new Date().toISOString()));
+      await api.publish("platform.lesson.progress", progress(10, "2020-01-01T00:00:00.000Z"));
+      learners.add(userId);
     },
-    async verify(api, _events, check) {
+    async verify(_api, _events, check) {
       const listed = async () => {
         const out = new Map<string, Answer["body"]>();
         let cursor: string | null = null;
@@ -200,7 +439,7 @@ function learningWorkload(): Workload {
       }
       check(
         found.size === learners.size,
-        `every acked learner is listed once (${found.size} of ${learners.size})`,
+        `every published learner is listed once (${found.size} of ${learners.size})`,
       );
       for (const id of learners) {
         check(found.get(id)?.enrolledCourses === 1, `learner ${id} has one enrollment`);
@@ -210,9 +449,15 @@ function learningWorkload(): Workload {
           `learner ${id} keeps the newer progress (${one.status}, ${JSON.stringify(one.body?.lessons)})`,
         );
       }
-      check(learners.size > 0, `learners were accepted (${learners.size})`);
+      check(learners.size > 0, `learners were published (${learners.size})`);
     },
   };
 }
 
-export const WORKLOADS: Array<() => Workload> = [crmWorkload, learningWorkload];
+export const WORKLOADS: Array<() => Workload> = [
+  crmWorkload,
+  timelineWorkload,
+  schedulingWorkload,
+  deliveriesWorkload,
+  learningWorkload,
+];

@@ -18,6 +18,7 @@ const copy = (env: Record<string, string>) =>
       AUTH_PORT: "0",
       HOST: "127.0.0.1",
       CRM_URL: inject("crmUrl"),
+      TIMELINE_URL: inject("timelineUrl"),
       LEARNING_URL: inject("learningUrl"),
       ...env,
     }),

@@ -214,6 +214,31 @@ describe("operations endpoints (API §1)", () => {
             nats: { ok: true, required: false },
           },
         },
+        timeline: {
+          ok: true,
+          required: true,
+          dependencies: {
+            postgresql: { ok: true, required: true },
+            nats: { ok: true, required: false },
+          },
+        },
+        scheduling: {
+          ok: true,
+          required: true,
+          dependencies: {
+            postgresql: { ok: true, required: true },
+            nats: { ok: true, required: false },
+            redis: { ok: true, required: false },
+          },
+        },
+        webhooks: {
+          ok: true,
+          required: true,
+          dependencies: {
+            postgresql: { ok: true, required: true },
+            nats: { ok: true, required: false },
+          },
+        },
         learning: {
           ok: true,
           required: true,
@@ -227,12 +252,18 @@ describe("operations endpoints (API §1)", () => {
     const metrics = await fetch(`${gatewayUrl()}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/funil_service_up\{service="crm"\} 1/);
     expect(metrics).toMatch(/funil_dependency_up\{service="crm",dependency="nats"\} 1/);
+    expect(metrics).toMatch(/funil_dependency_up\{service="scheduling",dependency="redis"\} 1/);
     expect(metrics).toMatch(/funil_outbox_backlog\{service="crm"\} \d+/);
     expect(metrics).toMatch(/funil_outbox_oldest_age_seconds\{service="crm"\} [\d.e-]+/);
     expect(metrics).toMatch(/funil_outbox_publish_failures_total\{service="crm"\} \d+/);
+    expect(metrics).toMatch(
+      /funil_consumer_redeliveries_total\{service="timeline",consumer="timeline-inbox"\} \d+/,
+    );
+    expect(metrics).toMatch(/funil_consumer_pending\{service="timeline",consumer="timeline-events"\} \d+/);
+    expect(metrics).toMatch(/funil_service_up\{service="webhooks"\} 1/);
+    expect(metrics).toMatch(/funil_consumer_pending\{service="webhooks",consumer="webhooks-sender"\} \d+/);
     expect(metrics).toMatch(/funil_service_up\{service="learning"\} 1/);
     expect(metrics).toMatch(/funil_consumer_pending\{service="learning",consumer="learning-platform"\} \d+/);
-    expect(metrics).toContain("funil_consumer_redeliveries_total");
     expect(metrics).toContain("funil_consumer_lag_seconds");
   });
 

@@ -89,13 +89,15 @@ describe("issue 8: the admin CLI", () => {
     expect(failure?.stderr).toMatch(new RegExp(`\\.data/stack-${missing}\\.json`));
   });
 
-  it("seed says which optional parts it made none of, and never claims a calendar it did not create", async () => {
+  it("seed makes the demo pipeline and calendar, and the help names calendar:create", async () => {
     const { stdout, stderr } = await cli(["seed"], env);
     const printed = JSON.parse(stdout.slice(0, stdout.indexOf("\nYour API key")));
     expect(printed.pipelineId).toMatch(/\w/);
-    if (printed.calendarId === null)
-      expect(stderr).toMatch(/no calendar: its service is not part of this installation/);
+    // scheduling is part of this installation: seed makes the demo calendar and says nothing is missing.
+    expect(printed.calendarId).toMatch(/\w/);
+    expect(stderr).not.toMatch(/no calendar/);
     const { stderr: help } = await cli([], env);
-    expect(help).toMatch(/a\s+calendar once the scheduling service is installed/);
+    expect(help).toMatch(/calendar:create/);
+    expect(help).toMatch(/a pipeline, a calendar and a key/);
   });
 });

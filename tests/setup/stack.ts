@@ -13,6 +13,9 @@ declare module "vitest" {
     funilEnv: string;
     authUrl: string;
     crmUrl: string;
+    schedulingUrl: string;
+    timelineUrl: string;
+    webhooksUrl: string;
     learningUrl: string;
   }
 }
@@ -32,6 +35,11 @@ export default async function setup(project: TestProject) {
     RATE_LIMIT_MAX: "100000",
     WEBHOOK_ALLOW_HTTP: "true",
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    // The webhook schedules in milliseconds (API.md §13), so the tests wait them out: retries after
+    // 0.2-1 s (dead after ~3 s), the breaker after 6 s of failing, a receiver that hangs for 1.5 s.
+    WEBHOOK_RETRY_SCHEDULE_MS: "200,400,600,800,1000",
+    WEBHOOK_BREAKER_WINDOW_MS: "6000",
+    WEBHOOK_TIMEOUT_MS: "1500",
   };
   delete env.PORT;
   for (const name of Object.keys(env))
@@ -56,6 +64,9 @@ export default async function setup(project: TestProject) {
   project.provide("funilEnv", TEST_ENV);
   project.provide("authUrl", stack.env.AUTH_URL);
   project.provide("crmUrl", stack.env.CRM_URL);
+  project.provide("schedulingUrl", stack.env.SCHEDULING_URL);
+  project.provide("timelineUrl", stack.env.TIMELINE_URL);
+  project.provide("webhooksUrl", stack.env.WEBHOOKS_URL);
   project.provide("learningUrl", stack.env.LEARNING_URL);
   return async () => {
     await stack.stop();

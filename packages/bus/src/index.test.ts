@@ -71,4 +71,47 @@ describe("JetStream helpers (DESIGN: one place for streams and consumers)", () =
     expect(stats.lagMs).toBeGreaterThanOrEqual(0);
     await (await jetstreamManager(nc)).consumers.delete(names.stream("EVENTS"), "unit-worker");
   });
+
+  it("concurrency: several messages are handled at once, up to the limit, and a failure is still redelivered", async () => {
+    const publish = publisher(nc);
+    let running = 0;
+    let most = 0;
+    let failOnce = true;
+    const seen = new Set<string>();
+    const worker = await consume(
+      nc,
+      {
+        stream: names.stream("EVENTS"),
+        durable: "unit-parallel",
+        filterSubject: names.subject("events.parallel.>"),
+        concurrency: 4,
+      },
+      async (m) => {
+        running++;
+        most = Math.max(most, running);
+        await new Promise((r) => setTimeout(r, 30));
+        running--;
+        if (m.string() === "3" && failOnce) {
+          failOnce = false;
+          throw new Error("transient");
+        }
+        seen.add(m.string());
+        m.ack();
+      },
+      () => {},
+    );
+    const run = Date.now();
+    for (let i = 0; i < 20; i++)
+      await publish(
+        names.subject("events.parallel.item"),
+        new TextEncoder().encode(String(i)),
+        `p-${i}-${run}`,
+      );
+    const deadline = Date.now() + 10_000;
+    while (seen.size < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await worker.stop();
+    expect(seen.size).toBe(20);
+    expect(most).toBe(4);
+    await (await jetstreamManager(nc)).consumers.delete(names.stream("EVENTS"), "unit-parallel");
+  });
 });

@@ -130,6 +130,17 @@ export interface ConsumerSpec {
   filterSubject: string;
   maxDeliver?: number;
   ackWaitMs?: number;
+  /**
+   * Messages handed out and not yet acknowledged. A message nak'ed with a
+   * delay (a scheduled retry) counts until it is acknowledged, so a consumer
+   * that schedules work far ahead needs more than the server's default 1000.
+   */
+  maxAckPending?: number;
+  /**
+   * Messages handled at once by this process (default 1: in order). More is for handlers whose
+   * effects commute (idempotent, order-free writes), where one at a time leaves the database idle.
+   */
+  concurrency?: number;
 }
 
 /**
@@ -149,6 +160,7 @@ export async function consume(
     filter_subject: spec.filterSubject,
     max_deliver: spec.maxDeliver ?? -1,
     ack_wait: nanos(spec.ackWaitMs ?? 30_000),
+    ...(spec.maxAckPending === undefined ? {} : { max_ack_pending: spec.maxAckPending }),
   };
   try {
     await jsm.consumers.info(spec.stream, spec.durable);
@@ -158,6 +170,7 @@ export async function consume(
     await jsm.consumers.add(spec.stream, config);
   }
   const js = jetstream(nc);
+  const concurrency = Math.max(1, spec.concurrency ?? 1);
   let stopped = false;
   let current: { stop(): void } | undefined;
   // For /metrics: how often work came back, and how far behind the stream the last handled message was.
@@ -167,18 +180,22 @@ export async function consume(
     while (!stopped) {
       try {
         const consumer = await js.consumers.get(spec.stream, spec.durable);
-        const messages = await consumer.consume({ max_messages: 64 });
+        const messages = await consumer.consume({ max_messages: Math.max(64, concurrency * 2) });
         current = messages;
+        const inFlight = new Set<Promise<void>>();
         for await (const m of messages) {
           if (m.info.redelivered) redeliveries++;
           lagMs = Math.max(0, Date.now() - Math.floor(m.info.timestampNanos / 1e6));
-          try {
-            await handle(m);
-          } catch (err) {
-            onError(err);
-            m.nak(1000);
-          }
+          const done: Promise<void> = handle(m)
+            .catch((err) => {
+              onError(err);
+              m.nak(1000);
+            })
+            .finally(() => inFlight.delete(done));
+          inFlight.add(done);
+          if (inFlight.size >= concurrency) await Promise.race(inFlight);
         }
+        await Promise.all(inFlight);
       } catch (err) {
         if (!stopped) {
           onError(err);

@@ -7,6 +7,11 @@ import { NoteService } from "./gen/funil/crm/v1/notes_pb.js";
 import { PipelineService } from "./gen/funil/crm/v1/pipelines_pb.js";
 import { TaskService } from "./gen/funil/crm/v1/tasks_pb.js";
 import { LearnerService } from "./gen/funil/learning/v1/learners_pb.js";
+import { AppointmentService } from "./gen/funil/scheduling/v1/appointments_pb.js";
+import { CalendarService } from "./gen/funil/scheduling/v1/calendars_pb.js";
+import { InteractionService } from "./gen/funil/timeline/v1/interactions_pb.js";
+import { SummaryService } from "./gen/funil/timeline/v1/summaries_pb.js";
+import { WebhookService } from "./gen/funil/webhooks/v1/webhooks_pb.js";
 
 /**
  * Every backend service and the Connect services it serves, written once: the
@@ -24,6 +29,14 @@ export const SERVICES = {
     funnel: FunnelService,
     tasks: TaskService,
     notes: NoteService,
+  },
+  timeline: {
+    interactions: InteractionService,
+    summaries: SummaryService,
+  },
+  scheduling: { calendars: CalendarService, appointments: AppointmentService },
+  webhooks: {
+    webhooks: WebhookService,
   },
   learning: {
     learners: LearnerService,

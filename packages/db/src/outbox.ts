@@ -26,9 +26,27 @@ export async function writeEvent<T>(
     occurredAt: event.occurredAt.toISOString(),
     data: event.data,
   };
-  await tx`insert into outbox (id, subject, envelope) values (${envelope.id}, ${subjectOf(event.type)}, ${tx.json(envelope as never)})`;
-  await tx`select pg_notify('outbox', '')`;
+  await writeMessage(tx, [{ id: envelope.id, subject: subjectOf(event.type), payload: envelope }]);
   return envelope;
+}
+
+/**
+ * Writes messages for the relay in the caller's transaction: each is
+ * published if and only if the transaction commits, with its id as the
+ * JetStream message id. Domain events go through writeEvent; other work
+ * (a webhook delivery's job) comes here directly.
+ */
+export async function writeMessage(
+  tx: TransactionSql,
+  messages: Array<{ id: string; subject: string; payload: unknown }>,
+): Promise<void> {
+  if (messages.length === 0) return;
+  await tx`
+    insert into outbox (id, subject, envelope)
+    select id, subject, envelope::jsonb
+    from unnest(${messages.map((m) => m.id)}::text[], ${messages.map((m) => m.subject)}::text[],
+      ${messages.map((m) => JSON.stringify(m.payload))}::text[]) as m(id, subject, envelope)`;
+  await tx`select pg_notify('outbox', '')`;
 }
 
 export type Publish = (subject: string, payload: Uint8Array, messageId: string) => Promise<void>;

@@ -27,6 +27,15 @@ export interface HealthSources {
   bus?: BusWatch;
   relay?: OutboxRelay;
   consumers?: Consumer[];
+  /** The service's own dependencies (scheduling: its Redis). */
+  dependencies?: () => Promise<DependencyStatus[]>;
+}
+
+export interface DependencyStatus {
+  name: string;
+  required: boolean;
+  ok: boolean;
+  detail: string;
 }
 
 export function healthService(sources: HealthSources): ServiceImpl<typeof HealthService> {
@@ -48,6 +57,7 @@ export function healthService(sources: HealthSources): ServiceImpl<typeof Health
           detail: bus.connected ? "" : `disconnected since ${bus.since.toISOString()}`,
         });
       }
+      if (sources.dependencies) dependencies.push(...(await sources.dependencies()));
       const consumers = await Promise.all((sources.consumers ?? []).map((c) => c.stats()));
       return {
         service: sources.service,

@@ -18,6 +18,7 @@ import {
   writeEvent,
 } from "@funil/db";
 import { causeOf } from "./errors.js";
+import type { HealthSources } from "./health.js";
 import { startRpcServer } from "./server.js";
 
 /** What every service gets from the shared startup, to wire its own rooms with. */
@@ -50,6 +51,8 @@ export interface Wired {
   stop?: () => Promise<void>;
   /** Its consumers, whose redeliveries and lag the HealthService reports (/metrics). */
   consumers?: Consumer[];
+  /** Its own dependencies, reported by the HealthService beside the database and the bus. */
+  dependencies?: HealthSources["dependencies"];
 }
 
 /**
@@ -108,7 +111,7 @@ export async function startService(opts: {
     host: config.HOST,
     log,
     routes: wired.routes,
-    health: { service: name, sql, bus, relay, consumers: wired.consumers },
+    health: { service: name, sql, bus, relay, consumers: wired.consumers, dependencies: wired.dependencies },
   });
   log.info({ port: server.port }, `${name} listening`);
 

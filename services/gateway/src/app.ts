@@ -12,13 +12,17 @@ import { metricsPlugin } from "./plugins/metrics.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
 import { adminRoutes } from "./routes/admin/index.js";
+import { appointmentRoutes } from "./routes/v1/appointments.js";
+import { calendarRoutes } from "./routes/v1/calendars.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { dealRoutes } from "./routes/v1/deals.js";
 import { funnelRoutes } from "./routes/v1/funnel.js";
+import { interactionRoutes } from "./routes/v1/interactions.js";
 import { learnerRoutes } from "./routes/v1/learners.js";
 import { noteRoutes } from "./routes/v1/notes.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
+import { webhookRoutes } from "./routes/v1/webhooks.js";
 import { workspaceRoutes } from "./routes/v1/workspace.js";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -122,7 +126,11 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(funnelRoutes(ctx));
       await v1.register(taskRoutes(ctx));
       await v1.register(noteRoutes(ctx));
+      await v1.register(interactionRoutes(ctx));
       await v1.register(workspaceRoutes(ctx));
+      await v1.register(calendarRoutes(ctx));
+      await v1.register(appointmentRoutes(ctx));
+      await v1.register(webhookRoutes(ctx));
       await v1.register(learnerRoutes(ctx));
     },
     { prefix: "/api/v1" },

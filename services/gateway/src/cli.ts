@@ -21,8 +21,9 @@ const USAGE = `usage: npm run admin -- <command>
   member:deactivate <workspaceId> <memberId>
   custom-field:create <workspaceId> <contact|opportunity> <fieldKey> <label> <type> [option,option,…]
   pipeline:create <workspaceId> <name> <stage,stage,…>
-  seed                          demo workspace, members, custom fields, a pipeline and a key (and a
-                                calendar once the scheduling service is installed)
+  calendar:create <workspaceId> <key> <name> <durationMin> <dailyCap> <timezone> <assigneeId,…>
+                  <weekday,…@HH:MM-HH:MM[;…]> [slotIntervalMin]   e.g. "1,2,3,4,5@09:00-12:00;1,2,3,4,5@13:00-18:00"
+  seed                          demo workspace, members, custom fields, a pipeline, a calendar and a key
 environment: GATEWAY_URL (default http://127.0.0.1:$PORT or 8080), ADMIN_TOKEN; else the file npm start
 writes, .data/stack.json (.data/stack-<FUNIL_ENV>.json when FUNIL_ENV is set)`;
 
@@ -70,6 +71,16 @@ const list = (s: string | undefined) =>
         .map((x) => x.trim())
         .filter(Boolean)
     : [];
+/** "1,2,3@09:00-12:00;5@14:00-18:00" → one window per weekday and range (weekday 0 = Sunday). */
+const availabilityOf = (spec: string) =>
+  spec
+    .split(";")
+    .filter(Boolean)
+    .flatMap((part) => {
+      const [days = "", range = ""] = part.split("@");
+      const [start, end] = range.split("-");
+      return list(days).map((weekday) => ({ weekday: Number(weekday), start, end }));
+    });
 const print = (v: unknown) => console.log(JSON.stringify(v, null, 2));
 
 async function seed() {
@@ -165,6 +176,19 @@ async function main(argv: string[]) {
         await call("POST", `/workspaces/${args[0]}/pipelines`, {
           name: args[1],
           stages: list(args[2]).map((name) => ({ name })),
+        }),
+      );
+    case "calendar:create":
+      return print(
+        await call("POST", `/workspaces/${args[0]}/calendars`, {
+          key: args[1],
+          name: args[2],
+          durationMin: Number(args[3]),
+          dailyCap: Number(args[4]),
+          timezone: args[5],
+          assigneeUserIds: list(args[6]),
+          availability: availabilityOf(args[7] ?? ""),
+          ...(args[8] ? { slotIntervalMin: Number(args[8]) } : {}),
         }),
       );
     case "seed":

@@ -1,17 +1,36 @@
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import {
+  AppointmentSchema,
+  CalendarSchema,
   ContactSchema,
   CustomFieldSchema,
+  DeliverySchema,
   FunnelSchema,
+  InteractionSchema,
   LearnerDetailSchema,
   LearnerSchema,
   MemberSchema,
   NoteSchema,
   OpportunitySchema,
   PipelineSchema,
+  SlotSchema,
+  SubscriptionSchema,
   TaskSchema,
 } from "@funil/contracts";
-import { contactStatus, dealStatus, fieldEntity, fieldType, z } from "@funil/schemas";
+import {
+  appointmentOutcome,
+  appointmentStatus,
+  contactStatus,
+  dealStatus,
+  deliveryStatus,
+  disabledReason,
+  fieldEntity,
+  fieldType,
+  interactionActor,
+  interactionDirection,
+  webhookEvent,
+  z,
+} from "@funil/schemas";
 
 /**
  * Response schemas are derived from the contracts, field by field, the way
@@ -116,6 +135,27 @@ export const customField = apiSchema(CustomFieldSchema, {
   narrow: { entity: fieldEntity, type: fieldType },
 }).meta({ id: "CustomField" });
 export const member = apiSchema(MemberSchema).meta({ id: "Member" });
+export const calendar = apiSchema(CalendarSchema).meta({ id: "Calendar" });
+export const slot = apiSchema(SlotSchema).meta({ id: "Slot" });
+export const appointment = apiSchema(AppointmentSchema, {
+  narrow: { status: appointmentStatus, outcome: appointmentOutcome.nullable() },
+}).meta({ id: "Appointment" });
+export const interaction = apiSchema(InteractionSchema, {
+  narrow: { direction: interactionDirection, actor: interactionActor },
+}).meta({ id: "Interaction" });
+
+export const webhook = apiSchema(SubscriptionSchema, {
+  narrow: { events: z.array(webhookEvent), disabledReason: disabledReason.nullable() },
+}).meta({ id: "WebhookSubscription" });
+export const webhookCreated = z
+  .object({ subscription: webhook, secret: z.string().describe("whsec_…: shown only in this answer") })
+  .meta({ id: "WebhookCreated" });
+export const webhookSecret = z
+  .object({ secret: z.string().describe("the new whsec_…; the old one keeps signing for 24 h") })
+  .meta({ id: "WebhookSecret" });
+export const delivery = apiSchema(DeliverySchema, {
+  narrow: { status: deliveryStatus, event: webhookEvent },
+}).meta({ id: "WebhookDelivery" });
 
 export const learner = apiSchema(LearnerSchema).meta({ id: "Learner" });
 export const learnerDetail = apiSchema(LearnerDetailSchema).meta({ id: "LearnerDetail" });

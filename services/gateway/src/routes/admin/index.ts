@@ -1,7 +1,8 @@
-import { CustomFieldSchema, MemberSchema, PipelineSchema } from "@funil/contracts";
+import { CalendarSchema, CustomFieldSchema, MemberSchema, PipelineSchema } from "@funil/contracts";
 import { notFound } from "@funil/errors";
 import { toApiJson } from "@funil/rpc";
 import {
+  createCalendarBody,
   createCustomFieldBody,
   createMemberBody,
   createPipelineBody,
@@ -13,7 +14,7 @@ import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
 import { errorBody } from "../../plugins/errors.js";
 import { errorResponses } from "../../schemas/common.js";
-import { customField, member, page, pipeline } from "../../schemas/responses.js";
+import { calendar, customField, member, page, pipeline } from "../../schemas/responses.js";
 import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
 
 const workspace = z.object({
@@ -35,7 +36,7 @@ const scopes = z
   .array(z.enum(SCOPES))
   .max(SCOPES.length)
   .transform((s) => [...new Set(s)]);
-const errors = errorResponses(400, 401, 404, 409);
+const errors = errorResponses(400, 401, 404, 409, 422);
 
 const workspaceJson = (w: WorkspaceRecord) => ({ ...w, createdAt: w.createdAt.toISOString() });
 const keyJson = (k: KeyRecord) => ({
@@ -261,6 +262,30 @@ export const adminRoutes =
           stageNames: req.body.stages.map((s) => s.name),
         });
         return reply.code(201).send(toApiJson(PipelineSchema, res.pipeline!));
+      },
+    );
+
+    app.post(
+      "/workspaces/:ws/calendars",
+      {
+        schema: {
+          tags: ["admin"],
+          summary: "Create a calendar; its assignees must be active members of the workspace",
+          description:
+            "availability is weekly windows in the calendar's local time (weekday 0 = Sunday); " +
+            "slotIntervalMin defaults to durationMin; timezone is an IANA zone (unknown → 400).",
+          params: wsParam,
+          body: createCalendarBody,
+          response: { 201: calendar, ...errors },
+        },
+      },
+      async (req, reply) => {
+        await mustWorkspace(req.params.ws);
+        const res = await ctx.scheduling.calendars.createCalendar({
+          workspaceId: req.params.ws,
+          ...req.body,
+        });
+        return reply.code(201).send(toApiJson(CalendarSchema, res.calendar!));
       },
     );
   };

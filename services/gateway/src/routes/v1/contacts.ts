@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { contact, contactDetail, page } from "../../schemas/responses.js";
+import { touchesJson } from "../../summaries.js";
 
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };
@@ -47,12 +48,13 @@ export const contactRoutes =
         },
       },
       async (req) => {
-        const res = await ctx.crm.contacts.getContact({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-        });
-        // Human touches come from the timeline service, which has its own issue: null until it exists.
-        return { ...json(res), firstHumanTouchAt: null, lastHumanTouchAt: null };
+        const input = { workspaceId: req.caller.workspaceId };
+        // Both services at once; if the timeline is away the read is a 503, never invented nulls.
+        const [res, summary] = await Promise.all([
+          ctx.crm.contacts.getContact({ ...input, id: req.params.id }),
+          ctx.timeline.summaries.getContactSummary({ ...input, contactId: req.params.id }),
+        ]);
+        return { ...json(res), ...touchesJson(summary.touches) };
       },
     );
 

@@ -10,6 +10,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { deal, dealDetail, page } from "../../schemas/responses.js";
+import { touchesJson } from "../../summaries.js";
 
 const read = { scopes: ["opportunities.read"] };
 const write = { scopes: ["opportunities.write"] };
@@ -59,13 +60,28 @@ export const dealRoutes =
         },
       },
       async (req) => {
-        const res = await ctx.crm.opportunities.getOpportunity({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-        });
-        // Touches and last activity come from the timeline service, which has its own issue:
-        // null ("not happened yet") until it exists.
-        return { ...json(res), firstHumanTouchAt: null, lastHumanTouchAt: null, lastActivityAt: null };
+        const workspaceId = req.caller.workspaceId;
+        // Both services at once: the timeline knows the deal from opportunity.created. In the moment
+        // before that event reaches it, it is asked again with the deal's contact and creation time.
+        // If the timeline is away the read is a 503, never invented nulls.
+        const [res, first] = await Promise.all([
+          ctx.crm.opportunities.getOpportunity({ workspaceId, id: req.params.id }),
+          ctx.timeline.summaries.getDealSummary({ workspaceId, opportunityId: req.params.id }),
+        ]);
+        const deal = res.opportunity!;
+        const summary = first.dealKnown
+          ? first
+          : await ctx.timeline.summaries.getDealSummary({
+              workspaceId,
+              opportunityId: deal.id,
+              contactId: deal.contactId,
+              since: deal.createdAt,
+            });
+        return {
+          ...json(res),
+          ...touchesJson(summary.touches),
+          lastActivityAt: summary.lastActivityAt ?? null,
+        };
       },
     );
 

@@ -1,0 +1,20 @@
+// The bench's receiver, in its own process so that it does not share the bench's event loop: every POST
+// to /fast/<n> answers 200 at once, /hang/<n> never answers (the sender's timeout ends it); GET /stats
+// gives the count of answered POSTs per path.
+import http from "node:http";
+
+const counts = {};
+const server = http.createServer((req, res) => {
+  if (req.method === "GET" && req.url === "/stats") {
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(counts));
+    return;
+  }
+  req.resume();
+  req.on("end", () => {
+    if (req.url.startsWith("/hang/")) return;
+    counts[req.url] = (counts[req.url] ?? 0) + 1;
+    res.writeHead(200).end();
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(0, "127.0.0.1", () => process.stdout.write(`${server.address().port}\n`));

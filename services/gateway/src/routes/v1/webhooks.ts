@@ -1,0 +1,152 @@
+import { DeliverySchema, type Subscription, SubscriptionSchema, WebhookFieldsSchema } from "@funil/contracts";
+import { messageOf, toApiJson } from "@funil/rpc";
+import { createWebhookBody, idParam, patchWebhookBody, z } from "@funil/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { GatewayContext } from "../../context.js";
+import { errorResponses } from "../../schemas/common.js";
+import { delivery, page, webhook, webhookCreated, webhookSecret } from "../../schemas/responses.js";
+
+// The read scopes of the events are checked by the webhooks service, which asks for the key's current
+// scopes itself (API.md §3, §11): one owner for the rule, over HTTP and gRPC alike.
+const config = { scopes: ["webhooks.manage"] };
+const errors = errorResponses(400, 401, 403, 404);
+const tags = ["webhooks"];
+
+const json = (s: Subscription | undefined) => toApiJson(SubscriptionSchema, s!);
+
+export const webhookRoutes =
+  (ctx: GatewayContext): FastifyPluginAsyncZod =>
+  async (app) => {
+    // Read at each call: the clients exist once the app serves, not when routes are declared.
+    const api = () => ctx.webhooks.webhooks;
+
+    app.get(
+      "/webhooks",
+      {
+        config,
+        schema: { tags, summary: "List webhook subscriptions", response: { 200: page(webhook), ...errors } },
+      },
+      async (req) => {
+        const res = await api().listWebhooks({ workspaceId: req.caller.workspaceId });
+        return { data: res.data.map((s) => json(s)), nextCursor: null };
+      },
+    );
+
+    app.post(
+      "/webhooks",
+      {
+        config,
+        schema: {
+          tags,
+          summary:
+            "Subscribe a URL to events (needs the read scope of every event); the secret is shown once",
+          body: createWebhookBody,
+          response: { 201: webhookCreated, ...errors },
+        },
+      },
+      async (req, reply) => {
+        const res = await api().createWebhook({
+          workspaceId: req.caller.workspaceId,
+          keyId: req.caller.keyId,
+          fields: messageOf(WebhookFieldsSchema, req.body),
+        });
+        return reply.code(201).send({ subscription: json(res.subscription), secret: res.secret });
+      },
+    );
+
+    app.get(
+      "/webhooks/:id",
+      {
+        config,
+        schema: {
+          tags,
+          summary: "Read a webhook subscription",
+          params: idParam,
+          response: { 200: webhook, ...errors },
+        },
+      },
+      async (req) =>
+        json(
+          (await api().getWebhook({ workspaceId: req.caller.workspaceId, id: req.params.id })).subscription,
+        ),
+    );
+
+    app.patch(
+      "/webhooks/:id",
+      {
+        config,
+        schema: {
+          tags,
+          summary:
+            "Change url, events, description; active: true reactivates (clears disabledReason, failingSince)",
+          params: idParam,
+          body: patchWebhookBody,
+          response: { 200: webhook, ...errors },
+        },
+      },
+      async (req) =>
+        json(
+          (
+            await api().updateWebhook({
+              workspaceId: req.caller.workspaceId,
+              keyId: req.caller.keyId,
+              id: req.params.id,
+              fields: messageOf(WebhookFieldsSchema, req.body),
+            })
+          ).subscription,
+        ),
+    );
+
+    app.delete(
+      "/webhooks/:id",
+      {
+        config,
+        schema: {
+          tags,
+          summary: "Delete a webhook subscription and its deliveries",
+          params: idParam,
+          response: { 204: z.null().describe("deleted"), ...errors },
+        },
+      },
+      async (req, reply) => {
+        await api().deleteWebhook({ workspaceId: req.caller.workspaceId, id: req.params.id });
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      "/webhooks/:id/rotate-secret",
+      {
+        config,
+        schema: {
+          tags,
+          summary: "A new signing secret; the old one keeps signing, as a second v1, for 24 h",
+          params: idParam,
+          response: { 200: webhookSecret, ...errors },
+        },
+      },
+      async (req) => {
+        const res = await api().rotateSecret({ workspaceId: req.caller.workspaceId, id: req.params.id });
+        return { secret: res.secret };
+      },
+    );
+
+    app.get(
+      "/webhooks/:id/deliveries",
+      {
+        config,
+        schema: {
+          tags,
+          summary: "The 50 most recent deliveries of a subscription (no cursor: nextCursor is always null)",
+          params: idParam,
+          // No cursor and no limit (SPEC.md §4): a parameter that would page is a 400, not ignored.
+          querystring: z.strictObject({}),
+          response: { 200: page(delivery), ...errors },
+        },
+      },
+      async (req) => {
+        const res = await api().listDeliveries({ workspaceId: req.caller.workspaceId, id: req.params.id });
+        return { data: res.data.map((d) => toApiJson(DeliverySchema, d)), nextCursor: null };
+      },
+    );
+  };

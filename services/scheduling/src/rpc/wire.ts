@@ -1,0 +1,64 @@
+import { create } from "@bufbuild/protobuf";
+import { AppointmentSchema, CalendarSchema, SlotSchema } from "@funil/contracts";
+import { wireOf } from "@funil/rpc";
+import type { AppointmentRecord } from "../booking.js";
+import type { Slot } from "../slots.js";
+import type { CalendarRecord } from "../store/calendars.js";
+
+/**
+ * Records as the contracts' messages: the one place that knows both. A
+ * meeting's reply, its event and a remembered Idempotency-Key result share
+ * one encoding (wireOf).
+ */
+
+/** A record's null is an unset optional field on the wire (the API shows it as null again). */
+const absent = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
+const iso = (d: Date | null) => d?.toISOString();
+
+export const appointmentWire = wireOf(AppointmentSchema, (r: AppointmentRecord) =>
+  create(AppointmentSchema, {
+    id: r.id,
+    contactId: r.contactId,
+    opportunityId: absent(r.opportunityId),
+    contactName: absent(r.contactName),
+    title: absent(r.title),
+    location: absent(r.location),
+    conferenceUrl: absent(r.conferenceUrl),
+    startAt: r.startAt.toISOString(),
+    endAt: r.endAt.toISOString(),
+    calendarId: r.calendarId,
+    calendarKey: r.calendarKey,
+    assigneeUserId: r.assigneeUserId,
+    status: r.status,
+    outcome: absent(r.outcome),
+    source: absent(r.source),
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: r.updatedAt.toISOString(),
+    createdByUserId: absent(r.createdByUserId),
+    createdBySource: r.createdBySource,
+    canceledAt: iso(r.canceledAt),
+    cancelReason: absent(r.cancelReason),
+    outcomeAt: iso(r.outcomeAt),
+    recoveredFromAppointmentId: absent(r.recoveredFromAppointmentId),
+  }),
+);
+
+export const calendarToProto = (c: CalendarRecord) =>
+  create(CalendarSchema, {
+    id: c.id,
+    key: c.key,
+    name: c.name,
+    durationMin: c.durationMin,
+    dailyCap: c.dailyCap,
+    timezone: c.timezone,
+    slotIntervalMin: c.slotIntervalMin,
+    assigneeUserIds: c.assigneeUserIds,
+    availability: c.availability,
+  });
+
+export const slotToProto = (s: Slot & { assigneeUserId: string }) =>
+  create(SlotSchema, {
+    startAt: s.startAt.toISOString(),
+    endAt: s.endAt.toISOString(),
+    assigneeUserId: s.assigneeUserId,
+  });

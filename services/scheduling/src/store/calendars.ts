@@ -1,0 +1,66 @@
+import { isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
+import { fail } from "@funil/errors";
+import type { Window } from "../slots.js";
+
+export interface CalendarRecord {
+  id: string;
+  workspaceId: string;
+  key: string;
+  name: string;
+  durationMin: number;
+  dailyCap: number;
+  timezone: string;
+  slotIntervalMin: number;
+  assigneeUserIds: string[];
+  availability: Window[];
+  createdAt: Date;
+}
+
+export type CalendarInput = Omit<CalendarRecord, "id" | "workspaceId" | "createdAt">;
+
+export function calendarStore(sql: Sql) {
+  return {
+    async create(workspaceId: string, input: CalendarInput, now: Date): Promise<CalendarRecord> {
+      try {
+        const [row] = await sql<CalendarRecord[]>`
+          insert into calendars ${sql({
+            id: newId("cal", now.getTime()),
+            workspace_id: workspaceId,
+            key: input.key,
+            name: input.name,
+            duration_min: input.durationMin,
+            daily_cap: input.dailyCap,
+            timezone: input.timezone,
+            slot_interval_min: input.slotIntervalMin,
+            assignee_user_ids: input.assigneeUserIds,
+            availability: sql.json(input.availability as never),
+            created_at: now,
+          })} returning *`;
+        return row!;
+      } catch (err) {
+        if (isUniqueViolation(err, "calendars_key_unique"))
+          throw fail("conflict", `a calendar with key ${input.key} already exists in this workspace`, [
+            { path: "body.key", message: "already used by another calendar" },
+          ]);
+        throw err;
+      }
+    },
+
+    async list(workspaceId: string): Promise<CalendarRecord[]> {
+      return sql<CalendarRecord[]>`
+        select * from calendars where workspace_id = ${workspaceId} order by created_at, id`;
+    },
+
+    /** `db` is the caller's transaction when there is one: a second pool connection could wait forever. */
+    async get(
+      workspaceId: string,
+      id: string,
+      db: Sql | TransactionSql = sql,
+    ): Promise<CalendarRecord | undefined> {
+      const [row] = await db<CalendarRecord[]>`
+        select * from calendars where workspace_id = ${workspaceId} and id = ${id}`;
+      return row;
+    },
+  };
+}
+export type CalendarStore = ReturnType<typeof calendarStore>;

@@ -1,0 +1,269 @@
+import { fail } from "@funil/errors";
+import { check, parseTimestamp, timestamp, z } from "@funil/schemas";
+import { type Actor, authorOf, type Direction } from "./actor.js";
+
+/** An interaction as the timeline stores it (SPEC.md §2 Interaction). */
+export interface InteractionRecord {
+  workspaceId: string;
+  id: string;
+  kind: "message" | "call" | "email" | "note";
+  channel: string;
+  direction: Direction;
+  actor: Actor;
+  userId: string | null;
+  contactId: string;
+  opportunityId: string | null;
+  conversationId: string | null;
+  channelInstanceId: string | null;
+  senderPhone: string | null;
+  createdAt: Date;
+  durationSec: number | null;
+  status: string | null;
+  preview: string | null;
+}
+
+/** A change of a conversation's current owner, observed at `at`. */
+export interface Assignment {
+  workspaceId: string;
+  conversationId: string;
+  assigneeUserId: string | null;
+  at: Date;
+}
+
+/** What one ingest message asks of the timeline. */
+export type IngestItem =
+  | { kind: "interaction"; interaction: InteractionRecord; assignment?: Assignment }
+  | { kind: "assignment"; assignment: Assignment }
+  | { kind: "excluded"; reason: string };
+
+// Producers may add fields: unknown keys are ignored, known ones are checked.
+const id = z.string().min(1, "must not be empty").max(200, "at most 200 characters");
+/** Row ids of the sources' databases: strings, or integers as they often are there. */
+const rowId = z.union([id, z.number().int().nonnegative()]).transform(String);
+const optionalId = id.nullable().optional();
+const direction = z.enum(["inbound", "outbound"], { message: "direction is inbound or outbound" });
+const preview = z.string().max(100_000, "at most 100000 characters").nullable().optional();
+const at = timestamp.transform((v) => parseTimestamp(v)!);
+
+const inboxMessage = z.object({
+  workspaceId: id,
+  rowId,
+  channel: z.enum(["whatsapp", "instagram", "facebook", "phone"], {
+    message: "channel is whatsapp, instagram, facebook or phone",
+  }),
+  direction,
+  contactId: id,
+  conversationId: id,
+  conversationAssigneeUserId: optionalId,
+  channelInstanceId: optionalId,
+  senderPhone: z.string().max(200, "at most 200 characters").nullable().optional(),
+  sentAt: at,
+  senderUserId: optionalId,
+  senderKind: z
+    .enum(["user", "ia", "automation", "system", "api"], {
+      message: "senderKind is user, ia, automation, system or api",
+    })
+    .nullable()
+    .optional(),
+  imported: z.boolean().nullable().optional(),
+  legacySource: z.string().max(200, "at most 200 characters").nullable().optional(),
+  marker: z.unknown().optional(),
+  preview,
+});
+
+const call = z.object({
+  workspaceId: id,
+  rowId,
+  contactId: id,
+  direction,
+  userId: optionalId,
+  startedAt: at,
+  durationSec: z.number().int("durationSec is an integer").nonnegative("durationSec is not negative"),
+  status: z.string().min(1, "must not be empty").max(100, "at most 100 characters"),
+  preview,
+});
+
+const email = z.object({
+  workspaceId: id,
+  rowId,
+  contactId: id,
+  direction,
+  kind: z.enum(["panel_reply", "contact_reply", "automation", "campaign"], {
+    message: "kind is panel_reply, contact_reply, automation or campaign",
+  }),
+  userId: optionalId,
+  sentAt: at,
+  preview,
+});
+
+const conversationAssigned = z.object({
+  workspaceId: id,
+  conversationId: id,
+  assigneeUserId: optionalId,
+  at,
+});
+
+/** crm's note as note.created carries it (the note as POST /notes returns it). */
+const noteEnvelope = z.object({
+  workspaceId: id,
+  data: z.object({
+    id,
+    contactId: id,
+    opportunityId: optionalId,
+    body: z.string(),
+    userId: id,
+    createdAt: at,
+  }),
+});
+
+/** The subjects of API.md §8, without the FUNIL_ENV prefix. */
+export const INGEST_SUBJECTS = {
+  message: "ingest.inbox.message",
+  assigned: "ingest.inbox.conversation_assigned",
+  call: "ingest.call",
+  email: "ingest.email",
+} as const;
+
+/** A marker is set when it holds anything but null, false or an empty string. */
+const isSet = (v: unknown) => v !== undefined && v !== null && v !== false && v !== "";
+const PREVIEW_MAX = 500;
+const clip = (text: string | null | undefined) => (text == null ? null : text.slice(0, PREVIEW_MAX));
+
+/**
+ * Turns one ingest message into what the timeline stores. A message that
+ * breaks the contract throws validation_failed naming every problem;
+ * internal thread markers and bulk campaigns are excluded (rule 11).
+ */
+export function ingestItemOf(subject: string, payload: unknown): IngestItem {
+  switch (subject) {
+    case INGEST_SUBJECTS.message: {
+      const m = check(inboxMessage, payload, "body");
+      if (isSet(m.marker)) return { kind: "excluded", reason: "internal thread marker" };
+      // Rule 10: the assignee is the conversation's owner, never the sender; it is not passed on.
+      const author = authorOf({
+        direction: m.direction,
+        senderUserId: m.senderUserId,
+        senderKind: m.senderKind,
+        legacySource: m.legacySource,
+      });
+      // No connection, no sender number: both null together.
+      const channelInstanceId = m.channelInstanceId ?? null;
+      return {
+        kind: "interaction",
+        interaction: {
+          workspaceId: m.workspaceId,
+          id: `msg:${m.rowId}`,
+          kind: "message",
+          channel: m.channel,
+          direction: m.direction,
+          ...author,
+          contactId: m.contactId,
+          opportunityId: null,
+          conversationId: m.conversationId,
+          channelInstanceId,
+          senderPhone: channelInstanceId ? (m.senderPhone ?? null) : null,
+          // Rule 3: the provider's send date, also for imported history.
+          createdAt: m.sentAt,
+          durationSec: null,
+          status: null,
+          preview: clip(m.preview),
+        },
+        // The message shows who owned the conversation when it was sent.
+        assignment:
+          m.conversationAssigneeUserId === undefined
+            ? undefined
+            : {
+                workspaceId: m.workspaceId,
+                conversationId: m.conversationId,
+                assigneeUserId: m.conversationAssigneeUserId,
+                at: m.sentAt,
+              },
+      };
+    }
+    case INGEST_SUBJECTS.call: {
+      const c = check(call, payload, "body");
+      return {
+        kind: "interaction",
+        interaction: {
+          ...notInbox(c.workspaceId, c.contactId),
+          id: `call:${c.rowId}`,
+          kind: "call",
+          channel: "call",
+          direction: c.direction,
+          ...authorOf({ direction: c.direction, senderUserId: c.userId }),
+          createdAt: c.startedAt,
+          durationSec: c.durationSec,
+          status: c.status,
+          preview: clip(c.preview),
+        },
+      };
+    }
+    case INGEST_SUBJECTS.email: {
+      const e = check(email, payload, "body");
+      if (e.kind === "campaign") return { kind: "excluded", reason: "bulk e-mail campaign" };
+      return {
+        kind: "interaction",
+        interaction: {
+          ...notInbox(e.workspaceId, e.contactId),
+          id: `email:${e.rowId}`,
+          kind: "email",
+          channel: "email",
+          direction: e.direction,
+          ...authorOf({
+            direction: e.direction,
+            senderUserId: e.userId,
+            senderKind: e.kind === "automation" ? "automation" : undefined,
+          }),
+          createdAt: e.sentAt,
+          durationSec: null,
+          status: null,
+          preview: clip(e.preview),
+        },
+      };
+    }
+    case INGEST_SUBJECTS.assigned: {
+      const a = check(conversationAssigned, payload, "body");
+      return {
+        kind: "assignment",
+        assignment: {
+          workspaceId: a.workspaceId,
+          conversationId: a.conversationId,
+          assigneeUserId: a.assigneeUserId ?? null,
+          at: a.at,
+        },
+      };
+    }
+    default:
+      throw fail("validation_failed", `no ingest subject ${subject}`);
+  }
+}
+
+/** A note (crm's note.created): outbound, channel note, by its author (API.md §8). */
+export function noteInteractionOf(envelope: unknown): InteractionRecord {
+  const { workspaceId, data: n } = check(noteEnvelope, envelope, "body");
+  return {
+    ...notInbox(workspaceId, n.contactId),
+    id: `note:${n.id}`,
+    kind: "note",
+    channel: "note",
+    direction: "outbound",
+    ...authorOf({ direction: "outbound", senderKind: "user", senderUserId: n.userId }),
+    opportunityId: n.opportunityId ?? null,
+    createdAt: n.createdAt,
+    durationSec: null,
+    status: null,
+    preview: clip(n.body),
+  };
+}
+
+/** Fields that only inbox messages have: null for every other source. */
+function notInbox(workspaceId: string, contactId: string) {
+  return {
+    workspaceId,
+    contactId,
+    opportunityId: null,
+    conversationId: null,
+    channelInstanceId: null,
+    senderPhone: null,
+  };
+}

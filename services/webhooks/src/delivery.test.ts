@@ -1,0 +1,49 @@
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { httpPoster } from "./delivery.js";
+
+let server: http.Server;
+let port = 0;
+let hits = 0;
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    hits++;
+    req.resume();
+    req.on("end", () => res.writeHead(req.url === "/moved" ? 301 : 200, { location: "/elsewhere" }).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+describe("an attempt's POST (API.md §11)", () => {
+  it("API §11: at each attempt a private address is refused, also behind a name (checked when connecting)", async () => {
+    const poster = httpPoster({ timeoutMs: 2000, allowPrivate: false });
+    const before = hits;
+    const literal = await poster.post(`http://127.0.0.1:${port}/hook`, "{}", {});
+    expect(literal).toEqual({ ok: false, error: "refused target: 127.0.0.1 is loopback" });
+    const named = await poster.post(`http://localhost:${port}/hook`, "{}", {});
+    expect(named.ok).toBe(false);
+    expect(named.error).toMatch(/^refused target: localhost resolves to (127\.0\.0\.1|::1), loopback$/);
+    expect(hits).toBe(before);
+    await poster.close();
+  });
+
+  it("SPEC §6 Retry 1: with private targets allowed the POST goes out; a redirect is a failure, not followed", async () => {
+    const poster = httpPoster({ timeoutMs: 2000, allowPrivate: true });
+    expect(await poster.post(`http://localhost:${port}/hook`, "{}", {})).toEqual({ ok: true, status: 200 });
+    const before = hits;
+    expect(await poster.post(`http://127.0.0.1:${port}/moved`, "{}", {})).toEqual({
+      ok: false,
+      status: 301,
+      error: "redirect 301 not followed",
+    });
+    expect(hits).toBe(before + 1);
+    await poster.close();
+  });
+});

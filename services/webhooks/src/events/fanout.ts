@@ -1,0 +1,66 @@
+import { consume, type NatsConnection } from "@funil/bus";
+import type { Clock, Logger, Naming } from "@funil/config";
+import type { EventEnvelope } from "@funil/db";
+import { WEBHOOK_EVENTS } from "@funil/schemas";
+import { InFlight } from "../limits.js";
+import type { DeliveryStore } from "../store/deliveries.js";
+
+/** Events fanned out at once: each is a transaction of its own, and their order does not matter. */
+const PARALLEL = 16;
+
+/**
+ * The durable consumer of EVENTS (issue 11 §2): each subscribable event
+ * becomes one delivery per matching active subscription of its workspace,
+ * queued on WEBHOOK_DELIVERIES through the outbox. Copies of the service
+ * share the consumer; the store makes a redelivered event a no-op, so
+ * events are fanned out side by side rather than one commit after another.
+ */
+export async function startFanOut(deps: {
+  nc: NatsConnection;
+  names: Naming;
+  deliveries: DeliveryStore;
+  clock: Clock;
+  log: Logger;
+}) {
+  const slots = new InFlight(PARALLEL, 1, 0);
+  const running = new Set<Promise<void>>();
+  const onError = (err: unknown) => deps.log.warn({ err }, "webhook fan-out failed; the event comes back");
+  const consumer = await consume(
+    deps.nc,
+    {
+      stream: deps.names.stream("EVENTS"),
+      durable: "webhooks-fanout",
+      filterSubject: deps.names.subject("events.>"),
+    },
+    async (m) => {
+      const event = m.json<EventEnvelope>();
+      if (!(event.type in WEBHOOK_EVENTS)) {
+        m.ack();
+        return;
+      }
+      const release = await slots.acquire(event.id);
+      const work = deps.deliveries
+        .fanOut(event.id, event, deps.clock.now())
+        .then(
+          () => m.ack(),
+          (err) => {
+            onError(err);
+            m.nak(1_000);
+          },
+        )
+        .finally(() => {
+          release();
+          running.delete(work);
+        });
+      running.add(work);
+    },
+    onError,
+  );
+  return {
+    ...consumer,
+    async stop() {
+      await consumer.stop();
+      await Promise.allSettled([...running]);
+    },
+  };
+}

@@ -1,0 +1,118 @@
+import { randomBytes } from "node:crypto";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { naming } from "@funil/config";
+import { AuthService, WebhookService } from "@funil/contracts";
+import { migrate, openDatabase, type Sql } from "@funil/db";
+import { describeError, errorInterceptor } from "@funil/rpc";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { secretBox } from "../secrets.js";
+import { migrations } from "../server.js";
+import { deliveryStore } from "../store/deliveries.js";
+import { subscriptionStore } from "../store/subscriptions.js";
+import { routes } from "./routes.js";
+
+/**
+ * The webhooks handlers in-process on the real test database, with the
+ * production URL policy (no http, no private targets), which the test stack
+ * cannot use since its receivers listen on loopback. The gateway's Auth is
+ * stood in for by a Connect router answering from a table of keys.
+ */
+const names = naming(`${process.env.FUNIL_TEST_ENV}_handlers`);
+const key = randomBytes(32);
+let sql: Sql;
+let webhooks: ReturnType<typeof createClient<typeof WebhookService>>;
+const workspaceId = `ws_h${Date.now()}`;
+const keys: Record<string, { active: boolean; workspaceId: string; scopes: string[]; operator: boolean }> = {
+  key_all: { active: true, workspaceId, scopes: ["webhooks.manage", "contacts.read"], operator: false },
+};
+
+beforeAll(async () => {
+  sql = await openDatabase(
+    process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    names.database("webhooks"),
+  );
+  await migrate(sql, migrations);
+  const auth = createClient(
+    AuthService,
+    createRouterTransport((router) =>
+      router.service(AuthService, {
+        getKey: (req) => keys[req.keyId] ?? { active: false, workspaceId: "", scopes: [], operator: false },
+      }),
+    ),
+  );
+  const transport = createRouterTransport(
+    routes({
+      subscriptions: subscriptionStore(sql),
+      deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
+      auth,
+      secrets: secretBox(key),
+      targets: { allowHttp: false, allowPrivate: false },
+      clock: { now: () => new Date() },
+    }),
+    { router: { interceptors: [errorInterceptor(pino({ level: "silent" }))] } },
+  );
+  webhooks = createClient(WebhookService, transport);
+});
+afterAll(async () => {
+  await sql?.end({ timeout: 5 });
+});
+
+const create = (url: string, events = ["contact.created"], keyId = "key_all") =>
+  webhooks.createWebhook({ workspaceId, keyId, fields: { url, events } }).then(
+    (r) => ({ ok: r }),
+    (err) => ({ error: describeError(err) }),
+  );
+
+describe("webhooks handlers (API.md §11)", () => {
+  it("API §11: http:// is refused unless WEBHOOK_ALLOW_HTTP", async () => {
+    const res = await create("http://example.com/hook");
+    expect(res).toMatchObject({ error: { status: 400, code: "validation_failed" } });
+    expect(JSON.stringify(res)).toContain("url must use https");
+  });
+
+  it.each([
+    "https://127.0.0.1/hook",
+    "https://10.0.0.8/hook",
+    "https://169.254.169.254/latest/meta-data",
+    "https://[::1]/hook",
+    "https://[::ffff:127.0.0.1]/hook",
+    "https://[fd00:ec2::254]/hook",
+    "https://localhost/hook",
+  ])("API §11: a URL whose host is loopback, private, link-local or metadata is a 400: %s", async (url) => {
+    const res = await create(url);
+    expect(res).toMatchObject({
+      error: { status: 400, code: "validation_failed", details: [{ path: "body.url" }] },
+    });
+  });
+
+  it("API §11: credentials in the URL are refused", async () => {
+    expect(await create("https://user:pw@8.8.8.8/hook")).toMatchObject({ error: { status: 400 } });
+  });
+
+  it("API §11: with WEBHOOK_SECRET_KEY the secret is stored encrypted (AES-256-GCM), never in clear", async () => {
+    const res = await create("https://8.8.8.8/hook");
+    if (!("ok" in res)) throw new Error(JSON.stringify(res));
+    const [row] = await sql<{ secret: string }[]>`
+      select secret from subscriptions where id = ${res.ok.subscription!.id}`;
+    expect(row!.secret).toMatch(/^enc:v1:/);
+    expect(row!.secret).not.toContain(res.ok.secret.slice(6));
+    expect(secretBox(key).open(row!.secret)).toBe(res.ok.secret);
+  });
+
+  it("SPEC §5 rule 5 over gRPC: the same missing_scope and validation_failed as over HTTP", async () => {
+    expect(await create("https://8.8.8.8/hook", ["opportunity.won"])).toMatchObject({
+      error: {
+        status: 403,
+        code: "missing_scope",
+        details: [{ path: "scope", message: "opportunities.read" }],
+      },
+    });
+    expect(await create("https://8.8.8.8/hook", ["contact.deleted"])).toMatchObject({
+      error: { status: 400, code: "validation_failed", details: [{ path: "body.events.0" }] },
+    });
+    expect(await create("https://8.8.8.8/hook", ["contact.created"], "key_unknown")).toMatchObject({
+      error: { status: 401, code: "unauthorized" },
+    });
+  });
+});

@@ -1,0 +1,119 @@
+import { create } from "@bufbuild/protobuf";
+import type { Client, ServiceImpl } from "@connectrpc/connect";
+import type { Clock } from "@funil/config";
+import {
+  type AuthService,
+  type WebhookFields,
+  WebhookFieldsSchema,
+  type WebhookService,
+} from "@funil/contracts";
+import { fail, notFound } from "@funil/errors";
+import { plainOf } from "@funil/rpc";
+import { check, createWebhookBody, idParam, patchWebhookBody } from "@funil/schemas";
+import type { SecretBox } from "../secrets.js";
+import { newSecret } from "../secrets.js";
+import type { DeliveryStore } from "../store/deliveries.js";
+import type { SubscriptionStore } from "../store/subscriptions.js";
+import { distinct, requireScopes, type SubscriptionChanges } from "../subscriptions.js";
+import { checkTargetUrl, type TargetPolicy } from "../targets.js";
+import { deliveryWire, subscriptionWire } from "./wire.js";
+
+export interface WebhookDeps {
+  subscriptions: SubscriptionStore;
+  deliveries: DeliveryStore;
+  auth: Pick<Client<typeof AuthService>, "getKey">;
+  secrets: SecretBox;
+  targets: TargetPolicy;
+  clock: Clock;
+}
+
+export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookService> {
+  const { subscriptions, clock } = deps;
+  const fieldsOf = (fields: WebhookFields | undefined) =>
+    plainOf(WebhookFieldsSchema, fields ?? create(WebhookFieldsSchema));
+  const reply = (s: Parameters<typeof subscriptionWire.proto>[0]) => ({
+    subscription: subscriptionWire.proto(s),
+  });
+
+  /**
+   * The asking key must hold webhooks.manage and the read scope of every
+   * event (SPEC.md §5 rule 5), asked of the gateway's Auth now, uncached.
+   */
+  async function vouch(workspaceId: string, keyId: string, events: string[]) {
+    const key = keyId ? await deps.auth.getKey({ keyId }) : undefined;
+    if (!key?.active || key.workspaceId !== workspaceId)
+      throw fail("unauthorized", "the key that asks is unknown or revoked");
+    requireScopes(key.scopes, events);
+  }
+
+  async function found(workspaceId: string, id: string) {
+    const sub = await subscriptions.get(workspaceId, id);
+    if (!sub) throw notFound("webhook subscription");
+    return sub;
+  }
+
+  return {
+    async listWebhooks(req) {
+      const rows = await subscriptions.list(req.workspaceId);
+      return { data: rows.map((s) => subscriptionWire.proto(s)) };
+    },
+
+    async getWebhook(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      return reply(await found(req.workspaceId, id));
+    },
+
+    async createWebhook(req) {
+      const body = check(createWebhookBody, fieldsOf(req.fields), "body");
+      const events = distinct(body.events);
+      await vouch(req.workspaceId, req.keyId, events);
+      await checkTargetUrl(body.url, deps.targets);
+      const secret = newSecret();
+      const sub = await subscriptions.create(
+        req.workspaceId,
+        { keyId: req.keyId, url: body.url, events, description: body.description ?? null },
+        deps.secrets.seal(secret),
+        clock.now(),
+      );
+      return { ...reply(sub), secret };
+    },
+
+    async updateWebhook(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      const body = check(patchWebhookBody, fieldsOf(req.fields), "body");
+      const current = await found(req.workspaceId, id);
+      const changes: SubscriptionChanges = { ...body };
+      // New events, or a reactivation, are vouched for by the key that asks, which the subscription then
+      // keeps: its scopes are the ones checked at every attempt.
+      if (body.events !== undefined || body.active === true) {
+        await vouch(req.workspaceId, req.keyId, body.events ?? current.events);
+        changes.keyId = req.keyId;
+      }
+      if (body.url !== undefined) await checkTargetUrl(body.url, deps.targets);
+      const sub = await subscriptions.update(req.workspaceId, id, changes, clock.now());
+      if (!sub) throw notFound("webhook subscription");
+      return reply(sub);
+    },
+
+    async deleteWebhook(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      if (!(await subscriptions.remove(req.workspaceId, id))) throw notFound("webhook subscription");
+      return {};
+    },
+
+    async rotateSecret(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      const secret = newSecret();
+      if (!(await subscriptions.rotate(req.workspaceId, id, deps.secrets.seal(secret), clock.now())))
+        throw notFound("webhook subscription");
+      return { secret };
+    },
+
+    async listDeliveries(req) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      const sub = await found(req.workspaceId, id);
+      const rows = await deps.deliveries.recent(sub.id);
+      return { data: rows.map((d) => deliveryWire.proto(d)) };
+    },
+  };
+}

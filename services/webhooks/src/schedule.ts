@@ -1,0 +1,47 @@
+/**
+ * What an attempt's outcome does to its delivery and subscription (SPEC.md
+ * §3, §6 Retry and deactivation; API.md §11): pure, so every branch is tested
+ * without a clock or a receiver.
+ */
+export interface AttemptResult {
+  ok: boolean;
+  /** The receiver's HTTP status, when it answered. */
+  status?: number | undefined;
+  /** Why it failed: timeout, refused, redirect, HTTP status… */
+  error?: string | undefined;
+}
+
+export type Next =
+  | { status: "delivered" }
+  | { status: "pending"; retryInMs: number }
+  | { status: "dead"; breaker: boolean };
+
+/**
+ * After attempt number `attempts` (1-based) of a delivery: delivered on a
+ * 2xx; else another attempt after the schedule's delay while attempts remain
+ * (schedule.length + 1 in all: six with the default); else dead. The breaker
+ * opens when the subscription has failed without a success for `windowMs`
+ * (failingSince: the first failure since the last success, this one if none).
+ */
+export function afterAttempt(opts: {
+  attempts: number;
+  result: AttemptResult;
+  scheduleMs: readonly number[];
+  now: Date;
+  failingSince: Date | null;
+  windowMs: number;
+}): Next {
+  if (opts.result.ok) return { status: "delivered" };
+  const since = opts.failingSince ?? opts.now;
+  if (opts.now.getTime() - since.getTime() >= opts.windowMs) return { status: "dead", breaker: true };
+  const delay = opts.scheduleMs[opts.attempts - 1];
+  if (delay === undefined) return { status: "dead", breaker: false };
+  return { status: "pending", retryInMs: delay };
+}
+
+/** A 2xx is a success; anything else, a redirect included, is a failure (SPEC.md §6 Retry 1). */
+export function judgeResponse(status: number): AttemptResult {
+  if (status >= 200 && status < 300) return { ok: true, status };
+  if (status >= 300 && status < 400) return { ok: false, status, error: `redirect ${status} not followed` };
+  return { ok: false, status, error: `receiver answered ${status}` };
+}

@@ -1,0 +1,41 @@
+import { randomBytes } from "node:crypto";
+import { verifyWebhookSignature } from "@funil/webhook-verify";
+import { describe, expect, it } from "vitest";
+import { newSecret, secretBox, signatureHeader } from "./secrets.js";
+
+describe("webhook secrets (API.md §11)", () => {
+  it("API §11: a secret is whsec_ and 32 base62 characters, never the same twice", () => {
+    const secrets = new Set(Array.from({ length: 200 }, newSecret));
+    expect(secrets.size).toBe(200);
+    for (const s of secrets) expect(s).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
+  });
+
+  it("API §11: with WEBHOOK_SECRET_KEY the secret is encrypted at rest (AES-256-GCM) and opens again", () => {
+    const box = secretBox(randomBytes(32));
+    const secret = newSecret();
+    const sealed = box.seal(secret);
+    expect(sealed).toMatch(/^enc:v1:/);
+    expect(sealed).not.toContain(secret.slice(6));
+    expect(box.seal(secret)).not.toBe(sealed);
+    expect(box.open(sealed)).toBe(secret);
+    // Another key cannot open it, and a tampered value does not open.
+    expect(() => secretBox(randomBytes(32)).open(sealed)).toThrow();
+    expect(() => box.open(`${sealed.slice(0, -2)}AA`)).toThrow();
+    expect(() => secretBox(undefined).open(sealed)).toThrow(/WEBHOOK_SECRET_KEY/);
+  });
+
+  it("without a key secrets are stored as they are, and plain ones still open under a key", () => {
+    const secret = newSecret();
+    expect(secretBox(undefined).seal(secret)).toBe(secret);
+    expect(secretBox(randomBytes(32)).open(secret)).toBe(secret);
+  });
+
+  it("API §11: the header carries one v1 per signing secret; each verifies", () => {
+    const [a, b] = [newSecret(), newSecret()];
+    const t = Math.floor(Date.now() / 1000);
+    const header = signatureHeader('{"x":1}', t, [a, b]);
+    expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    expect(verifyWebhookSignature('{"x":1}', header, a).timestamp).toBe(t);
+    expect(verifyWebhookSignature('{"x":1}', header, b).timestamp).toBe(t);
+  });
+});

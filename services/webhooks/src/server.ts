@@ -1,0 +1,72 @@
+import { fileURLToPath } from "node:url";
+import type { Clock } from "@funil/config";
+import { AuthService } from "@funil/contracts";
+import { type Infra, rpcClient, startService } from "@funil/rpc";
+import type { WebhooksConfig } from "./config.js";
+import { httpPoster } from "./delivery.js";
+import { startFanOut } from "./events/fanout.js";
+import { startSender } from "./events/sender.js";
+import { routes } from "./rpc/routes.js";
+import type { WebhookDeps } from "./rpc/webhooks.js";
+import { secretBox } from "./secrets.js";
+import { deliveryStore } from "./store/deliveries.js";
+import { subscriptionStore } from "./store/subscriptions.js";
+
+export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
+
+/** The stores and collaborators of the handlers, on one database. */
+export function webhookDeps(
+  infra: Pick<Infra, "sql" | "names" | "clock">,
+  config: WebhooksConfig,
+  auth: WebhookDeps["auth"],
+): WebhookDeps {
+  return {
+    subscriptions: subscriptionStore(infra.sql),
+    deliveries: deliveryStore(infra.sql, (id) => infra.names.subject(`webhook.deliveries.${id}`)),
+    auth,
+    secrets: secretBox(config.WEBHOOK_SECRET_KEY),
+    targets: { allowHttp: config.WEBHOOK_ALLOW_HTTP, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS },
+    clock: infra.clock,
+  };
+}
+
+/** webhooks: subscriptions, the fan-out of EVENTS, and signed deliveries with retries. */
+export function start(config: WebhooksConfig, clock: Clock) {
+  return startService({
+    name: "webhooks",
+    config,
+    port: config.WEBHOOKS_PORT,
+    clock,
+    migrations,
+    wire: async (infra) => {
+      const auth = rpcClient(AuthService, config.AUTH_URL, 2_000);
+      const deps = webhookDeps(infra, config, auth);
+      const fanOut = await startFanOut({ ...infra, deliveries: deps.deliveries });
+      const sender = await startSender({
+        ...infra,
+        deliveries: deps.deliveries,
+        auth,
+        poster: httpPoster({
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+        }),
+        secrets: deps.secrets,
+        settings: {
+          retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
+          breakerWindowMs: config.WEBHOOK_BREAKER_WINDOW_MS,
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          maxInFlight: config.WEBHOOK_MAX_IN_FLIGHT,
+          maxInFlightPerSubscription: config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION,
+        },
+      });
+      return {
+        routes: routes(deps),
+        consumers: [fanOut, sender.consumer],
+        async stop() {
+          await fanOut.stop();
+          await sender.stop();
+        },
+      };
+    },
+  });
+}

@@ -1,0 +1,207 @@
+import {
+  type EventEnvelope,
+  firstDelivery,
+  newId,
+  type Sql,
+  type TransactionSql,
+  writeMessage,
+} from "@funil/db";
+import type { AttemptResult, Next } from "../schedule.js";
+
+/** A delivery as the API shows it (SPEC.md §2 Webhook delivery). */
+export interface DeliveryRecord {
+  id: string;
+  subscriptionId: string;
+  event: string;
+  status: "pending" | "delivered" | "dead";
+  attempts: number;
+  responseStatus: number | null;
+  lastError: string | null;
+  lastAttemptAt: Date | null;
+  createdAt: Date;
+}
+
+/** What an attempt needs, read when it claims its delivery. */
+export interface Claimed {
+  id: string;
+  subscriptionId: string;
+  event: string;
+  body: string;
+  attempts: number;
+  url: string;
+  keyId: string;
+  active: boolean;
+  secret: string;
+  previousSecret: string | null;
+  previousSecretUntil: Date | null;
+}
+
+/** Why a job cannot be attempted now: its delivery is gone or final (ack), or not due yet (wait). */
+export type Unclaimable = { final: true } | { final: false; waitMs: number };
+
+const FANOUT = "fanout";
+const columns = (sql: Sql) =>
+  sql`id, subscription_id, event, status, attempts, response_status, last_error, last_attempt_at, created_at`;
+
+/** The body of every attempt of a delivery (API.md §11), fixed when the event is fanned out. */
+export const deliveryBody = (e: EventEnvelope) =>
+  JSON.stringify({
+    id: e.id,
+    type: e.type,
+    createdAt: e.occurredAt,
+    workspaceId: e.workspaceId,
+    data: e.data,
+  });
+
+/**
+ * `subject(subscriptionId)`: where a delivery's job is queued (WEBHOOK_DELIVERIES).
+ * A job leaves through the outbox, in the transaction that creates its
+ * delivery: committed means queued, however the process ends after.
+ */
+export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
+  /** Every still-pending delivery of a subscription ends dead (breaker, scope revoked). */
+  const killPending = (tx: TransactionSql, subscriptionId: string, reason: string) => tx`
+    update deliveries set status = 'dead', last_error = coalesce(last_error, ${reason}), lease_until = null,
+      next_attempt_at = null
+    where subscription_id = ${subscriptionId} and status = 'pending'`;
+
+  const deactivate = (tx: TransactionSql, subscriptionId: string, reason: string, now: Date) => tx`
+    update subscriptions set active = false, disabled_reason = ${reason}, updated_at = ${now}
+    where id = ${subscriptionId}`;
+
+  return {
+    /**
+     * One delivery per active subscription of the workspace to the event's
+     * type that existed when it occurred, each with its job, once per event
+     * (the inbox) and once per subscription and event (the unique key), also
+     * when the event comes twice or two copies handle it at once.
+     * Returns how many deliveries it created.
+     */
+    async fanOut(messageId: string, event: EventEnvelope, now: Date): Promise<number> {
+      return sql.begin(async (tx) => {
+        if (!(await firstDelivery(tx, FANOUT, messageId))) return 0;
+        const subs = await tx<{ id: string }[]>`
+          select id from subscriptions
+          where workspace_id = ${event.workspaceId} and active and events @> ${[event.type]}::text[]
+            and created_at <= ${new Date(event.occurredAt)}`;
+        if (subs.length === 0) return 0;
+        const ids = subs.map(() => newId("dlv", now.getTime()));
+        const created = await tx<{ id: string; subscriptionId: string }[]>`
+          insert into deliveries (id, subscription_id, workspace_id, event_id, event, body, created_at)
+          select d.id, d.sub, ${event.workspaceId}, ${event.id}, ${event.type}, ${deliveryBody(event)}, ${now}
+          from unnest(${ids}::text[], ${subs.map((s) => s.id)}::text[]) as d(id, sub)
+          on conflict (subscription_id, event_id) do nothing
+          returning id, subscription_id`;
+        await writeMessage(
+          tx,
+          created.map((d) => ({
+            id: d.id,
+            subject: subject(d.subscriptionId),
+            payload: { deliveryId: d.id },
+          })),
+        );
+        return created.length;
+      });
+    },
+
+    /** The 50 most recent deliveries of a subscription (SPEC.md §4, §8). */
+    async recent(subscriptionId: string): Promise<DeliveryRecord[]> {
+      return sql<DeliveryRecord[]>`
+        select ${columns(sql)} from deliveries where subscription_id = ${subscriptionId}
+        order by created_at desc, id desc limit 50`;
+    },
+
+    /**
+     * Takes a pending, due delivery for one attempt: a lease of `leaseMs`
+     * keeps any other copy of its job from sending at the same time.
+     */
+    async claim(id: string, now: Date, leaseMs: number): Promise<Claimed | Unclaimable> {
+      const [row] = await sql<Claimed[]>`
+        update deliveries d set lease_until = ${new Date(now.getTime() + leaseMs)}
+        from subscriptions s
+        where d.id = ${id} and s.id = d.subscription_id and d.status = 'pending'
+          and (d.lease_until is null or d.lease_until <= ${now})
+          and (d.next_attempt_at is null or d.next_attempt_at <= ${now})
+        returning d.id, d.subscription_id, d.event, d.body, d.attempts, s.url, s.key_id, s.active,
+          s.secret, s.previous_secret, s.previous_secret_until`;
+      if (row) return row;
+      const [held] = await sql<{ status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }[]>`
+        select status, lease_until, next_attempt_at from deliveries where id = ${id}`;
+      if (held?.status !== "pending") return { final: true };
+      const due = Math.max(held.leaseUntil?.getTime() ?? 0, held.nextAttemptAt?.getTime() ?? 0);
+      return { final: false, waitMs: Math.max(1, due - now.getTime()) };
+    },
+
+    /** Gives a claimed delivery back without an attempt (the key could not be checked). */
+    async release(id: string): Promise<void> {
+      await sql`update deliveries set lease_until = null where id = ${id}`;
+    },
+
+    /**
+     * The outcome of attempt `attempts`, in one transaction with its
+     * subscription: success clears the breaker's clock; a failure starts it
+     * and `decide` (schedule.ts) says what comes next, given since when the
+     * subscription fails. Written before the job is acknowledged.
+     */
+    async record(
+      claimed: Claimed,
+      result: AttemptResult,
+      now: Date,
+      decide: (failingSince: Date) => Next,
+    ): Promise<Next> {
+      const attempt = {
+        attempts: claimed.attempts + 1,
+        response_status: result.status ?? null,
+        last_error: result.ok ? null : (result.error ?? "failed"),
+        last_attempt_at: now,
+        lease_until: null,
+      };
+      if (result.ok) {
+        // The common case in one statement (one round trip, atomic as a whole).
+        await sql`
+          with healthy as (
+            update subscriptions set failing_since = null, updated_at = ${now}
+            where id = ${claimed.subscriptionId} and failing_since is not null)
+          update deliveries set ${sql({ ...attempt, status: "delivered", next_attempt_at: null })}
+          where id = ${claimed.id}`;
+        return { status: "delivered" };
+      }
+      return sql.begin(async (tx) => {
+        const [sub] = await tx<{ failingSince: Date }[]>`
+          update subscriptions set failing_since = coalesce(failing_since, ${now}),
+            updated_at = case when failing_since is null then ${now} else updated_at end
+          where id = ${claimed.subscriptionId} returning failing_since`;
+        const next = decide(sub?.failingSince ?? now);
+        await tx`update deliveries set ${tx({
+          ...attempt,
+          status: next.status,
+          next_attempt_at: next.status === "pending" ? new Date(now.getTime() + next.retryInMs) : null,
+        })} where id = ${claimed.id}`;
+        if (next.status === "dead" && next.breaker) {
+          await deactivate(tx, claimed.subscriptionId, "circuit_breaker", now);
+          await killPending(tx, claimed.subscriptionId, "circuit_breaker: the subscription was deactivated");
+        }
+        return next;
+      });
+    },
+
+    /**
+     * The subscription's key lost the event's read scope or was revoked
+     * (SPEC.md §3): deactivated (scope_revoked), its pending deliveries dead.
+     */
+    async revokeScope(claimed: Claimed, reason: string, now: Date): Promise<void> {
+      await sql.begin(async (tx) => {
+        await tx`update deliveries set last_error = ${reason} where id = ${claimed.id}`;
+        await deactivate(tx, claimed.subscriptionId, "scope_revoked", now);
+        await killPending(tx, claimed.subscriptionId, reason);
+      });
+    },
+
+    /** A job of a deactivated subscription: its delivery ends dead, unsent. */
+    async abandon(claimed: Claimed): Promise<void> {
+      await sql`update deliveries set status = 'dead', lease_until = null, next_attempt_at = null,
+        last_error = coalesce(last_error, 'the subscription is not active') where id = ${claimed.id}`;
+    },
+  };
+}
+export type DeliveryStore = ReturnType<typeof deliveryStore>;

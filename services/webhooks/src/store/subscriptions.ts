@@ -1,0 +1,91 @@
+import { newId, type Sql } from "@funil/db";
+import { applyPatch, type SubscriptionChanges, type SubscriptionRecord } from "../subscriptions.js";
+
+const columns = (sql: Sql) => sql`
+  id, workspace_id, key_id, url, events, description, active, disabled_reason, failing_since, created_at, updated_at`;
+
+/** The secret to rotate in for 24 h besides the new one (API.md §11). */
+export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
+
+export function subscriptionStore(sql: Sql) {
+  return {
+    async create(
+      workspaceId: string,
+      input: { keyId: string; url: string; events: string[]; description: string | null },
+      sealedSecret: string,
+      now: Date,
+    ): Promise<SubscriptionRecord> {
+      const [row] = await sql<SubscriptionRecord[]>`
+        insert into subscriptions ${sql({
+          id: newId("wh", now.getTime()),
+          workspace_id: workspaceId,
+          key_id: input.keyId,
+          url: input.url,
+          events: input.events,
+          description: input.description,
+          secret: sealedSecret,
+          created_at: now,
+          updated_at: now,
+        })} returning ${columns(sql)}`;
+      return row!;
+    },
+
+    /** Every subscription of the workspace, oldest first (a handful per workspace: one page). */
+    async list(workspaceId: string): Promise<SubscriptionRecord[]> {
+      return sql<SubscriptionRecord[]>`
+        select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId}
+        order by created_at, id limit 1000`;
+    },
+
+    async get(workspaceId: string, id: string): Promise<SubscriptionRecord | undefined> {
+      const [row] = await sql<SubscriptionRecord[]>`
+        select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId} and id = ${id}`;
+      return row;
+    },
+
+    /** PATCH; a change that changes nothing writes nothing (updatedAt stays). */
+    async update(
+      workspaceId: string,
+      id: string,
+      changes: SubscriptionChanges,
+      now: Date,
+    ): Promise<SubscriptionRecord | undefined> {
+      return sql.begin(async (tx) => {
+        const [found] = await tx<SubscriptionRecord[]>`
+          select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId} and id = ${id} for update`;
+        if (!found) return undefined;
+        const next = applyPatch(found, changes, now);
+        if (next === found) return found;
+        const [row] = await tx<SubscriptionRecord[]>`
+          update subscriptions set ${tx({
+            url: next.url,
+            events: next.events,
+            description: next.description,
+            key_id: next.keyId,
+            active: next.active,
+            disabled_reason: next.disabledReason,
+            failing_since: next.failingSince,
+            updated_at: next.updatedAt,
+          })} where id = ${id} returning ${columns(sql)}`;
+        return row;
+      });
+    },
+
+    /** Deletes it and, with it, its deliveries (their queued jobs find nothing and end). */
+    async remove(workspaceId: string, id: string): Promise<boolean> {
+      const rows =
+        await sql`delete from subscriptions where workspace_id = ${workspaceId} and id = ${id} returning 1`;
+      return rows.length === 1;
+    },
+
+    /** A new secret; the current one keeps signing for 24 h as a second v1. */
+    async rotate(workspaceId: string, id: string, sealedSecret: string, now: Date): Promise<boolean> {
+      const rows = await sql`
+        update subscriptions set previous_secret = secret, secret = ${sealedSecret},
+          previous_secret_until = ${new Date(now.getTime() + PREVIOUS_SECRET_MS)}, updated_at = ${now}
+        where workspace_id = ${workspaceId} and id = ${id} returning 1`;
+      return rows.length === 1;
+    },
+  };
+}
+export type SubscriptionStore = ReturnType<typeof subscriptionStore>;
