@@ -1,8 +1,10 @@
-import { naming } from "@funil/config";
+import { loadConfig, naming } from "@funil/config";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { inject } from "vitest";
+import { gatewayConfig } from "../services/gateway/src/config.js";
 import { SCOPES } from "../services/gateway/src/keys.js";
+import { startGateway } from "../services/gateway/src/server.js";
 
 export interface Response {
   status: number;
@@ -172,3 +174,27 @@ export async function ingestClient() {
     close: () => nc.close(),
   };
 }
+
+/**
+ * One more gateway on the test stack's databases and services, as ops would run a second copy, with
+ * settings of its own (`env` wins: point a *_URL elsewhere to play an outage).
+ */
+export function gatewayCopy(env: Record<string, string> = {}) {
+  return startGateway(
+    loadConfig(gatewayConfig, {
+      ...process.env,
+      FUNIL_ENV: inject("funilEnv"),
+      LOG_LEVEL: "silent",
+      PORT: "0",
+      AUTH_PORT: "0",
+      HOST: "127.0.0.1",
+      CRM_URL: inject("crmUrl"),
+      SCHEDULING_URL: inject("schedulingUrl"),
+      TIMELINE_URL: inject("timelineUrl"),
+      WEBHOOKS_URL: inject("webhooksUrl"),
+      LEARNING_URL: inject("learningUrl"),
+      ...env,
+    }),
+  );
+}
+export type GatewayCopy = Awaited<ReturnType<typeof gatewayCopy>>;

@@ -1,11 +1,9 @@
 import { connectBus, ensureStreams, publisher, watchBus } from "@funil/bus";
-import { loadConfig, naming } from "@funil/config";
+import { naming } from "@funil/config";
 import { migrate, openDatabase, type Sql, startOutboxRelay, writeEvent } from "@funil/db";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { gatewayConfig } from "../../services/gateway/src/config.js";
-import { startGateway } from "../../services/gateway/src/server.js";
-import { admin, newWorkspace, request } from "../helpers.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { admin, type GatewayCopy, gatewayCopy, newWorkspace, request } from "../helpers.js";
 import { type PrivateServer, privateServer } from "./servers.js";
 
 const names = naming(`${process.env.FUNIL_TEST_ENV ?? "test"}_chaos_relay`);
@@ -78,28 +76,15 @@ describe("issue 13 §2: after NATS returns, the outbox relay publishes again wit
 
 describe("issue 13 §3: a Redis outage answers within 200 ms and recovers by itself", () => {
   let redis: PrivateServer;
-  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let gw: GatewayCopy;
   const consoleError = vi.spyOn(console, "error");
   beforeAll(async () => {
     redis = await privateServer("redis");
-    gw = await startGateway(
-      loadConfig(gatewayConfig, {
-        ...process.env,
-        FUNIL_ENV: inject("funilEnv"),
-        LOG_LEVEL: "silent",
-        PORT: "0",
-        AUTH_PORT: "0",
-        HOST: "127.0.0.1",
-        CRM_URL: inject("crmUrl"),
-        SCHEDULING_URL: inject("schedulingUrl"),
-        TIMELINE_URL: inject("timelineUrl"),
-        WEBHOOKS_URL: inject("webhooksUrl"),
-        LEARNING_URL: inject("learningUrl"),
-        REDIS_URL: redis.url,
-        RATE_LIMIT_MAX: "5",
-        KEY_CACHE_TTL_MS: "3600000",
-      }),
-    );
+    gw = await gatewayCopy({
+      REDIS_URL: redis.url,
+      RATE_LIMIT_MAX: "5",
+      KEY_CACHE_TTL_MS: "3600000",
+    });
   });
   afterAll(async () => {
     await gw?.stop();

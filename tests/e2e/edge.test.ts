@@ -1,28 +1,20 @@
 import { connect } from "node:net";
 import { loadConfig } from "@funil/config";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayConfig } from "../../services/gateway/src/config.js";
-import { startGateway } from "../../services/gateway/src/server.js";
 import { deepArray, deepObject, type Json } from "../generated/schema-arbitrary.js";
-import { gatewayUrl, keyFor, newWorkspace, request, type Workspace } from "../helpers.js";
+import {
+  type GatewayCopy,
+  gatewayCopy,
+  gatewayUrl,
+  keyFor,
+  newWorkspace,
+  request,
+  type Workspace,
+} from "../helpers.js";
 import { contact, deal, pipeline } from "./crm-fixtures.js";
 
-/** A gateway copy on the test databases with settings of its own. */
-const copy = (env: Record<string, string>) =>
-  startGateway(
-    loadConfig(gatewayConfig, {
-      ...process.env,
-      FUNIL_ENV: inject("funilEnv"),
-      LOG_LEVEL: "silent",
-      PORT: "0",
-      AUTH_PORT: "0",
-      HOST: "127.0.0.1",
-      CRM_URL: inject("crmUrl"),
-      TIMELINE_URL: inject("timelineUrl"),
-      LEARNING_URL: inject("learningUrl"),
-      ...env,
-    }),
-  );
+const copy = gatewayCopy;
 
 /** One raw HTTP/1.1 exchange, for what fetch refuses to send. */
 function raw(text: string): Promise<string> {
@@ -175,8 +167,8 @@ describe("issue 8: answers below the routes keep the contract", () => {
 });
 
 describe("issue 8: rate limit and CORS", () => {
-  let limited: Awaited<ReturnType<typeof startGateway>>;
-  let open: Awaited<ReturnType<typeof startGateway>>;
+  let limited: GatewayCopy;
+  let open: GatewayCopy;
   beforeAll(async () => {
     [limited, open] = await Promise.all([
       copy({ RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_MS: "60000" }),

@@ -1,29 +1,11 @@
 import { connect, createServer, type Socket } from "node:net";
-import { loadConfig } from "@funil/config";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { gatewayConfig } from "../../services/gateway/src/config.js";
-import { startGateway } from "../../services/gateway/src/server.js";
-import { admin, newWorkspace, request } from "../helpers.js";
+import { admin, type GatewayCopy, gatewayCopy, newWorkspace, request } from "../helpers.js";
 
-/** More gateway copies on the test databases, as ops would run them, with settings of their own. */
-const copy = (env: Record<string, string>) =>
-  startGateway(
-    loadConfig(gatewayConfig, {
-      ...process.env,
-      FUNIL_ENV: inject("funilEnv"),
-      LOG_LEVEL: "silent",
-      PORT: "0",
-      AUTH_PORT: "0",
-      HOST: "127.0.0.1",
-      CRM_URL: inject("crmUrl"),
-      TIMELINE_URL: inject("timelineUrl"),
-      LEARNING_URL: inject("learningUrl"),
-      ...env,
-    }),
-  );
+const copy = gatewayCopy;
 
-let limited: Awaited<ReturnType<typeof startGateway>>;
-let cached: Awaited<ReturnType<typeof startGateway>>;
+let limited: GatewayCopy;
+let cached: GatewayCopy;
 beforeAll(async () => {
   [limited, cached] = await Promise.all([
     copy({ RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_MS: "60000" }),

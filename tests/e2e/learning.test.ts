@@ -5,15 +5,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { loadConfig, naming } from "@funil/config";
+import { naming } from "@funil/config";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { gatewayConfig } from "../../services/gateway/src/config.js";
-import { startGateway } from "../../services/gateway/src/server.js";
-import { ALL_SCOPES, gatewayUrl, newWorkspace, request, type Workspace, waitFor } from "../helpers.js";
+import {
+  ALL_SCOPES,
+  gatewayCopy,
+  gatewayUrl,
+  newWorkspace,
+  request,
+  type Workspace,
+  waitFor,
+} from "../helpers.js";
 
 const run = promisify(execFile);
 const names = () => naming(inject("funilEnv"));
@@ -234,19 +240,7 @@ describe("GET /platform/users[/{id}] input (API.md §1, §10)", () => {
     expect(metrics.body).toMatch(
       /funil_http_requests_total\{[^}]*route="\/api\/v1\/platform\/users"[^}]*status="200"/,
     );
-    const orphan = await startGateway(
-      loadConfig(gatewayConfig, {
-        ...process.env,
-        FUNIL_ENV: inject("funilEnv"),
-        LOG_LEVEL: "silent",
-        PORT: "0",
-        AUTH_PORT: "0",
-        HOST: "127.0.0.1",
-        CRM_URL: inject("crmUrl"),
-        LEARNING_URL: "http://127.0.0.1:9",
-        UPSTREAM_TIMEOUT_MS: "2000",
-      }),
-    );
+    const orphan = await gatewayCopy({ LEARNING_URL: "http://127.0.0.1:9", UPSTREAM_TIMEOUT_MS: "2000" });
     try {
       const ready = await request("GET", `${orphan.url}/readyz`);
       expect(ready.status).toBe(503);

@@ -1,8 +1,14 @@
-import { loadConfig } from "@funil/config";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { gatewayConfig } from "../../services/gateway/src/config.js";
-import { startGateway } from "../../services/gateway/src/server.js";
-import { ingestClient, keyFor, newWorkspace, request, type Workspace, waitFor } from "../helpers.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type GatewayCopy,
+  gatewayCopy,
+  ingestClient,
+  keyFor,
+  newWorkspace,
+  request,
+  type Workspace,
+  waitFor,
+} from "../helpers.js";
 
 /**
  * Issue 10 end to end: interactions published on INGEST (and notes written
@@ -488,22 +494,13 @@ describe("human touches and last activity in the single reads (SPEC.md §2 Conta
 });
 
 describe("composed single reads when the timeline is away (issue 10 §6)", () => {
-  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let gw: GatewayCopy;
   beforeAll(async () => {
-    gw = await startGateway(
-      loadConfig(gatewayConfig, {
-        ...process.env,
-        FUNIL_ENV: inject("funilEnv"),
-        LOG_LEVEL: "silent",
-        PORT: "0",
-        AUTH_PORT: "0",
-        HOST: "127.0.0.1",
-        CRM_URL: inject("crmUrl"),
-        // Nothing listens there: the timeline is down.
-        TIMELINE_URL: "http://127.0.0.1:9",
-        UPSTREAM_TIMEOUT_MS: "2000",
-      }),
-    );
+    gw = await gatewayCopy({
+      // Nothing listens there: the timeline is down.
+      TIMELINE_URL: "http://127.0.0.1:9",
+      UPSTREAM_TIMEOUT_MS: "2000",
+    });
   });
   afterAll(async () => {
     await gw?.stop();

@@ -33,6 +33,7 @@ async function startRedis() {
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
   });
+  probe.on("error", () => {});
   for (let i = 0; i < 50; i++) {
     try {
       await probe.connect();

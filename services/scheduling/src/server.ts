@@ -18,13 +18,17 @@ const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
  * so an outage fails fast and bookings go on under PostgreSQL's guards.
  */
 function guardRedis(url: string) {
-  return new Redis(url, {
+  const redis = new Redis(url, {
     enableOfflineQueue: false,
     commandTimeout: 300,
     maxRetriesPerRequest: 0,
     connectTimeout: 1000,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   });
+  // ioredis reports every failed reconnection as an "error" event, from the first connection on (before
+  // the service is wired); the guard logs the outage once.
+  redis.on("error", () => {});
+  return redis;
 }
 
 /** scheduling: calendars, slots and meetings. */
@@ -38,8 +42,6 @@ export async function start(config: SchedulingConfig, clock: Clock) {
     migrations,
     wire: (infra) => {
       const { sql } = infra;
-      // ioredis reports every failed reconnection as an "error" event; the guard logs the outage once.
-      redis.on("error", () => {});
       const guard = bookingGuard({
         redis,
         prefix: `funil:${config.FUNIL_ENV ?? "default"}:scheduling:`,
