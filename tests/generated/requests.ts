@@ -28,7 +28,13 @@ export function validRequest(o: Operation, doc: Json, pools: Pools): fc.Arbitrar
       path: fc.tuple(
         ...pathParams.map((p) => {
           const ids = poolOfParam(o.path, p.name, pools);
-          const any = validValue(p.schema, doc, {}, p.name).map((v) => encodeURIComponent(text(v)));
+          // "." and ".." cannot be sent as a path segment: URL parsers remove dot-segments (RFC 3986 §5.2.4),
+          // so the request would reach another route.
+          const any = validValue(p.schema, doc, {}, p.name)
+            .map((v) => encodeURIComponent(text(v)))
+            .filter(
+              (v) => v !== "." && v !== ".." && v.toLowerCase() !== "%2e" && v.toLowerCase() !== "%2e%2e",
+            );
           return ids.length ? fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...ids) }, any) : any;
         }),
       ),
