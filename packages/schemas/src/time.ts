@@ -12,3 +12,14 @@ export function parseTimestamp(value: string): Date | undefined {
   const ms = Date.parse(value);
   return Number.isNaN(ms) || ms < MIN || ms > MAX ? undefined : new Date(ms);
 }
+
+/**
+ * A timestamp that `timestamp` (the schema) already accepted, as a Date; an
+ * absent value stays absent and a null (a PATCH's "clear") stays null.
+ */
+export function instant(value: string): Date;
+export function instant(value: string | undefined): Date | undefined;
+export function instant(value: string | null | undefined): Date | null | undefined;
+export function instant(value: string | null | undefined): Date | null | undefined {
+  return typeof value === "string" ? parseTimestamp(value)! : value;
+}

@@ -12,8 +12,8 @@ import { keysetPage, plainOf } from "@funil/rpc";
 import {
   check,
   idParam,
+  instant,
   listContactsQuery,
-  parseTimestamp,
   patchContactBody,
   upsertContactBody,
   type z,
@@ -26,7 +26,6 @@ import { contactWire } from "./wire.js";
 
 const LIST = "contacts";
 
-const at = (v: string | undefined) => (v === undefined ? undefined : parseTimestamp(v));
 const reply = (r: ContactRecord) => ({ contact: contactWire.proto(r) });
 
 /** A checked body as the domain's changes: the same keys, null meaning "clear". */
@@ -61,7 +60,11 @@ export function contactService(deps: {
         fetch: (take, after) =>
           contacts.list(
             req.workspaceId,
-            { ...bound, createdAfter: at(bound.createdAfter), updatedAfter: at(bound.updatedAfter) },
+            {
+              ...bound,
+              createdAfter: instant(bound.createdAfter),
+              updatedAfter: instant(bound.updatedAfter),
+            },
             take,
             after,
           ),

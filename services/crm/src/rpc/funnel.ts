@@ -2,18 +2,16 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { type FunnelService, GetFunnelRequestSchema } from "@funil/contracts";
 import { invalid, invalidReference } from "@funil/errors";
 import { plainOf } from "@funil/rpc";
-import { check, funnelQuery, parseTimestamp } from "@funil/schemas";
+import { check, funnelQuery, instant } from "@funil/schemas";
 import { checkRange, summarize } from "../funnel.js";
 import type { FunnelStore } from "../store/funnel.js";
 import { funnelToProto } from "./wire.js";
-
-const at = (v: string | undefined) => (v === undefined ? undefined : parseTimestamp(v));
 
 export function funnelService(deps: { funnel: FunnelStore }): ServiceImpl<typeof FunnelService> {
   return {
     async getFunnel(req) {
       const query = check(funnelQuery, plainOf(GetFunnelRequestSchema, req), "query");
-      const range = { from: at(query.from), to: at(query.to) };
+      const range = { from: instant(query.from), to: instant(query.to) };
       const rangeProblems = checkRange(range);
       if (rangeProblems.length > 0)
         throw invalid(

@@ -17,8 +17,8 @@ import {
   createDealBody,
   idempotencyKey,
   idParam,
+  instant,
   listDealsQuery,
-  parseTimestamp,
   patchDealBody,
   z,
 } from "@funil/schemas";
@@ -31,13 +31,6 @@ import { dealWire } from "./wire.js";
 const LIST = "opportunities";
 const keyHeader = z.object({ "idempotency-key": idempotencyKey });
 
-/** A checked timestamp as a Date; null stays null (a PATCH clears with it). */
-function date(v: string): Date;
-function date(v: string | undefined): Date | undefined;
-function date(v: string | null | undefined): Date | null | undefined;
-function date(v: string | null | undefined) {
-  return typeof v === "string" ? parseTimestamp(v)! : v;
-}
 /** On create a null means "not given". */
 const given = <T>(v: T | null | undefined) => v ?? undefined;
 
@@ -58,7 +51,7 @@ function inputOf(body: z.output<typeof createDealBody>): DealInput {
     ownerUserId: given(body.ownerUserId),
     temperature: given(body.temperature),
     tags: given(body.tags),
-    expectedCloseAt: given(date(body.expectedCloseAt)),
+    expectedCloseAt: given(instant(body.expectedCloseAt)),
     customFields: given(body.customFields),
     origin: given(body.origin),
     url: given(body.url),
@@ -69,7 +62,7 @@ function changesOf(body: z.output<typeof patchDealBody>): DealChanges {
   const { title, expectedCloseAt, ...rest } = body;
   const changes: DealChanges = rest;
   if (title !== undefined) changes.title = title.trim();
-  if (expectedCloseAt !== undefined) changes.expectedCloseAt = date(expectedCloseAt);
+  if (expectedCloseAt !== undefined) changes.expectedCloseAt = instant(expectedCloseAt);
   return changes;
 }
 
@@ -91,15 +84,15 @@ export function opportunityService(deps: {
       );
       const filters: DealFilters = {
         ...bound,
-        createdAfter: date(bound.createdAfter),
-        createdBefore: date(bound.createdBefore),
-        updatedAfter: date(bound.updatedAfter),
-        updatedBefore: date(bound.updatedBefore),
-        wonAfter: date(bound.wonAfter),
-        wonBefore: date(bound.wonBefore),
-        lostAfter: date(bound.lostAfter),
-        lostBefore: date(bound.lostBefore),
-        stageChangedAfter: date(bound.stageChangedAfter),
+        createdAfter: instant(bound.createdAfter),
+        createdBefore: instant(bound.createdBefore),
+        updatedAfter: instant(bound.updatedAfter),
+        updatedBefore: instant(bound.updatedBefore),
+        wonAfter: instant(bound.wonAfter),
+        wonBefore: instant(bound.wonBefore),
+        lostAfter: instant(bound.lostAfter),
+        lostBefore: instant(bound.lostBefore),
+        stageChangedAfter: instant(bound.stageChangedAfter),
       };
       const { rows, nextCursor } = await keysetPage<DealRecord>({
         list: LIST,

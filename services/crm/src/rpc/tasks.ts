@@ -7,8 +7,8 @@ import {
   check,
   createTaskBody,
   idParam,
+  instant,
   listTasksQuery,
-  parseTimestamp,
   patchTaskBody,
   type z,
 } from "@funil/schemas";
@@ -22,7 +22,7 @@ function changesOf(body: z.output<typeof patchTaskBody>): TaskChanges {
   const { title, dueAt, ...rest } = body;
   const changes: TaskChanges = rest;
   if (title !== undefined) changes.title = title.trim();
-  if (dueAt !== undefined) changes.dueAt = dueAt === null ? null : parseTimestamp(dueAt)!;
+  if (dueAt !== undefined) changes.dueAt = instant(dueAt);
   return changes;
 }
 

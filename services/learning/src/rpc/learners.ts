@@ -3,15 +3,13 @@ import type { Clock } from "@funil/config";
 import { type LearnerService, ListLearnersRequestSchema } from "@funil/contracts";
 import { notFound } from "@funil/errors";
 import { keysetPage, plainOf } from "@funil/rpc";
-import { check, idParam, learnerQuery, listLearnersQuery, parseTimestamp } from "@funil/schemas";
+import { check, idParam, instant, learnerQuery, listLearnersQuery } from "@funil/schemas";
 import { fold } from "../messages.js";
 import type { LearnerRecord, LearnerStore } from "../store/learners.js";
 import { windowStart } from "../window.js";
 import { learnerDetailToProto, learnerToProto } from "./wire.js";
 
 const LIST = "learners";
-
-const at = (v: string | undefined) => (v === undefined ? undefined : parseTimestamp(v));
 
 /** Learner usage (SPEC.md §4, API.md §10): global data, no workspace. */
 export function learnerService(deps: {
@@ -39,8 +37,8 @@ export function learnerService(deps: {
           learners.list(
             {
               q: filters.q === undefined ? undefined : fold(filters.q),
-              activeSince: at(filters.activeSince),
-              activeBefore: at(filters.activeBefore),
+              activeSince: instant(filters.activeSince),
+              activeBefore: instant(filters.activeBefore),
             },
             take,
             after,

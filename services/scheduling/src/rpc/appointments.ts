@@ -19,9 +19,9 @@ import {
   createAppointmentBody,
   idempotencyKey,
   idParam,
+  instant,
   listAppointmentsQuery,
   outcomeBody,
-  parseTimestamp,
   rescheduleAppointmentBody,
   z,
 } from "@funil/schemas";
@@ -35,12 +35,6 @@ import { appointmentWire } from "./wire.js";
 
 const LIST = "appointments";
 const keyHeader = z.object({ "idempotency-key": idempotencyKey });
-
-function date(v: string): Date;
-function date(v: string | null | undefined): Date | undefined;
-function date(v: string | null | undefined) {
-  return typeof v === "string" ? parseTimestamp(v)! : undefined;
-}
 
 export function appointmentService(deps: {
   appointments: AppointmentStore;
@@ -64,7 +58,7 @@ export function appointmentService(deps: {
       throw invalidReference([
         { path: "calendarId", message: `no calendar ${body.calendarId} in this workspace` },
       ]);
-    const slot = placeOnGrid(calendar, date(body.startAt), date(body.endAt), now);
+    const slot = placeOnGrid(calendar, instant(body.startAt), instant(body.endAt) ?? undefined, now);
     const [contact, opportunityFound] = await Promise.all([
       crm.contact(workspaceId, body.contactId),
       body.opportunityId ? crm.opportunityExists(workspaceId, body.opportunityId) : true,
@@ -136,10 +130,10 @@ export function appointmentService(deps: {
       const bound = { ...given, status: given.status ?? "scheduled" };
       const filters: AppointmentFilters = {
         ...bound,
-        from: date(bound.from),
-        to: date(bound.to),
-        createdAfter: date(bound.createdAfter),
-        updatedAfter: date(bound.updatedAfter),
+        from: instant(bound.from),
+        to: instant(bound.to),
+        createdAfter: instant(bound.createdAfter),
+        updatedAfter: instant(bound.updatedAfter),
       };
       const { rows, nextCursor } = await keysetPage<AppointmentRecord>({
         list: LIST,
@@ -224,7 +218,12 @@ export function appointmentService(deps: {
       const calendar = (await calendars.get(req.workspaceId, current.calendarId))!;
       const assigneeUserId = body.assigneeUserId ?? current.assigneeUserId;
       checkAssignee(calendar, assigneeUserId);
-      const slot = placeOnGrid(calendar, date(body.startAt), date(body.endAt), clock.now());
+      const slot = placeOnGrid(
+        calendar,
+        instant(body.startAt),
+        instant(body.endAt) ?? undefined,
+        clock.now(),
+      );
       const releaseTime = await guard.claimTime(req.workspaceId, assigneeUserId, slot.startAt);
       if (releaseTime === "taken")
         throw fail("slot_taken", "the assignee's time is being booked by another request");

@@ -3,7 +3,7 @@ import type { Clock } from "@funil/config";
 import { type CalendarService, CreateCalendarRequestSchema, ListSlotsRequestSchema } from "@funil/contracts";
 import { invalidReference, notFound } from "@funil/errors";
 import { plainOf } from "@funil/rpc";
-import { check, createCalendarBody, idParam, parseTimestamp, slotsQuery } from "@funil/schemas";
+import { check, createCalendarBody, idParam, instant, slotsQuery } from "@funil/schemas";
 import type { CrmDirectory } from "../crm.js";
 import { localOf } from "../local-time.js";
 import { freeSlots, slotRange } from "../slots.js";
@@ -11,7 +11,6 @@ import type { AppointmentStore } from "../store/appointments.js";
 import type { CalendarStore } from "../store/calendars.js";
 import { calendarToProto, slotToProto } from "./wire.js";
 
-const at = (v: string | undefined) => (v === undefined ? undefined : parseTimestamp(v));
 /** The zone's canonical IANA name (america/sao_paulo → America/Sao_Paulo). */
 const canonicalZone = (tz: string) =>
   new Intl.DateTimeFormat("en-US", { timeZone: tz }).resolvedOptions().timeZone;
@@ -62,7 +61,7 @@ export function calendarService(deps: {
       const query = check(slotsQuery, plainOf(ListSlotsRequestSchema, req, ["workspaceId", "id"]), "query");
       const calendar = await calendars.get(req.workspaceId, id);
       if (!calendar) throw notFound("calendar");
-      const range = slotRange(at(query.from), at(query.to), clock.now());
+      const range = slotRange(instant(query.from), instant(query.to), clock.now());
       const occupancy = await appointments.occupancy(req.workspaceId, calendar, range, {
         first: localOf(range.from, calendar.timezone).day,
         last: localOf(range.to, calendar.timezone).day,

@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { type InteractionService, ListInteractionsRequestSchema } from "@funil/contracts";
 import { keysetPage, plainOf } from "@funil/rpc";
-import { check, listInteractionsQuery, parseTimestamp } from "@funil/schemas";
+import { check, instant, listInteractionsQuery } from "@funil/schemas";
 import type { InteractionFilters, InteractionRow, InteractionStore } from "../store/interactions.js";
 import { interactionToProto } from "./wire.js";
 
@@ -23,8 +23,8 @@ export function interactionService(deps: {
         channels: bound.channel?.split(",").map((c) => c.trim()),
         direction: bound.direction,
         actor: bound.actor,
-        createdAfter: bound.createdAfter ? parseTimestamp(bound.createdAfter) : undefined,
-        createdBefore: bound.createdBefore ? parseTimestamp(bound.createdBefore) : undefined,
+        createdAfter: instant(bound.createdAfter),
+        createdBefore: instant(bound.createdBefore),
       };
       const { rows, nextCursor } = await keysetPage<InteractionRow>({
         list: LIST,
