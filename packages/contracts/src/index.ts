@@ -10,6 +10,7 @@ export * from "./gen/funil/crm/v1/tasks_pb.js";
 export * from "./gen/funil/gateway/v1/auth_pb.js";
 export * from "./gen/funil/health/v1/health_pb.js";
 export * from "./gen/funil/learning/v1/learners_pb.js";
+export * from "./gen/funil/rpc/v1/batch_pb.js";
 export * from "./gen/funil/scheduling/v1/appointments_pb.js";
 export * from "./gen/funil/scheduling/v1/calendars_pb.js";
 export * from "./gen/funil/timeline/v1/interactions_pb.js";

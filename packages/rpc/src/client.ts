@@ -3,6 +3,8 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createUnaryTransport } from "./unary-transport.js";
 
+export { rpcClientStats } from "./unary-transport.js";
+
 /**
  * Retries a call that could not reach the service, but only for methods
  * declared free of side effects: a write is never sent twice by the transport.

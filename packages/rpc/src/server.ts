@@ -1,6 +1,7 @@
 import * as http2 from "node:http2";
 import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { BatchService } from "@funil/contracts";
 import { DomainError } from "@funil/errors";
 import type { Logger } from "pino";
 import { causeOf, isUnavailable, toConnectError } from "./errors.js";
@@ -35,7 +36,8 @@ export function errorInterceptor(log: Logger): Interceptor {
 /**
  * Serves Connect, gRPC and gRPC-web (and the HealthService when given its sources) on cleartext HTTP/2
  * (the binary Connect unary calls of the services' own clients through the lean path of
- * unary-handler.ts, the rest through connect-node) and returns a close()
+ * unary-handler.ts, the rest through connect-node), with the BatchService that answers several calls of
+ * one client in one stream, and returns a close()
  * that stops accepting, lets in-flight calls finish, then closes sessions.
  */
 export async function startRpcServer(opts: {
@@ -47,12 +49,13 @@ export async function startRpcServer(opts: {
   health?: HealthSources;
 }): Promise<{ port: number; close(): Promise<void> }> {
   const health = opts.health;
+  const interceptors = [errorInterceptor(opts.log)];
+  const fast = unaryFastPath(interceptors);
   const routes = (router: ConnectRouter) => {
     opts.routes(router);
     if (health) router.service(HealthService, healthService(health));
+    router.service(BatchService, fast.batch);
   };
-  const interceptors = [errorInterceptor(opts.log)];
-  const fast = unaryFastPath(interceptors);
   const adapter = connectNodeAdapter({ routes: (router) => routes(fast.record(router)), interceptors });
   const server = http2.createServer((req, res) => {
     if (!fast.handle(req, res)) adapter(req, res);

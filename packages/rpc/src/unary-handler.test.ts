@@ -1,11 +1,19 @@
 import * as http2 from "node:http2";
-import { create, equals } from "@bufbuild/protobuf";
+import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, createClient, type HandlerContext } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { ContactSchema, ContactService, GetContactResponseSchema } from "@funil/contracts";
+import { connectNodeAdapter, createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  BatchService,
+  ContactSchema,
+  ContactService,
+  GetContactRequestSchema,
+  GetContactResponseSchema,
+} from "@funil/contracts";
+import { notFound } from "@funil/errors";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rpcClient } from "./client.js";
+import { rpcClient, rpcClientStats } from "./client.js";
+import { describeError, REPLAYED_HEADER } from "./errors.js";
 import { startRpcServer } from "./server.js";
 
 /** A real server: the services' own client takes the lean path, every other protocol connect-node's. */
@@ -32,6 +40,8 @@ beforeAll(async () => {
             lastSignal = ctx.signal;
             await new Promise((r) => setTimeout(r, 300));
           }
+          if (req.id === "missing") throw notFound("contact");
+          if (req.id === "replayed") ctx.responseHeader.set(REPLAYED_HEADER, "true");
           return { contact: { ...contact, id: req.id } };
         },
       }),
@@ -104,5 +114,120 @@ describe("lean Connect unary path (issue 7: per-call allocations)", () => {
       .getContact({ workspaceId: "ws", id: "x" })
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: Code.Unavailable });
+  });
+});
+
+describe("calls made in one turn share one stream (BatchService, issue 7)", () => {
+  const batchOf = async <T>(calls: () => Promise<T>[]) => {
+    const before = { ...rpcClientStats };
+    const results = await Promise.allSettled(calls());
+    return {
+      results,
+      calls: rpcClientStats.calls - before.calls,
+      streams: rpcClientStats.streams - before.streams,
+    };
+  };
+
+  it("twenty concurrent calls travel in one stream and each gets its own answer, error and headers", async () => {
+    const client = rpcClient(ContactService, url());
+    const replayed: string[] = [];
+    const { results, calls, streams } = await batchOf(() => [
+      ...Array.from({ length: 18 }, (_, i) => client.getContact({ workspaceId: "ws", id: `ct_${i}` })),
+      client.getContact({ workspaceId: "ws", id: "missing" }),
+      client.getContact(
+        { workspaceId: "ws", id: "replayed" },
+        { onHeader: (h) => replayed.push(h.get(REPLAYED_HEADER) ?? "") },
+      ),
+    ]);
+    expect(calls).toBe(20);
+    expect(streams).toBe(1);
+    for (let i = 0; i < 18; i++)
+      expect(results[i]).toMatchObject({ status: "fulfilled", value: { contact: { id: `ct_${i}` } } });
+    const missing = results[18] as PromiseRejectedResult;
+    expect(missing.reason).toMatchObject({ code: Code.NotFound });
+    expect(describeError(missing.reason).code).toBe("not_found");
+    expect(results[19]).toMatchObject({ status: "fulfilled", value: { contact: { id: "replayed" } } });
+    expect(replayed).toEqual(["true"]);
+  });
+
+  it("a call of a batch past its own deadline fails alone; the others answer", async () => {
+    const client = rpcClient(ContactService, url());
+    const { results, streams } = await batchOf(() => [
+      client.getContact({ workspaceId: "ws", id: "slow" }, { timeoutMs: 50 }),
+      client.getContact({ workspaceId: "ws", id: "ct_a" }),
+      client.getContact({ workspaceId: "ws", id: "ct_b" }),
+    ]);
+    expect(streams).toBe(1);
+    expect((results[0] as PromiseRejectedResult).reason).toMatchObject({ code: Code.DeadlineExceeded });
+    expect(results[1]).toMatchObject({ status: "fulfilled", value: { contact: { id: "ct_a" } } });
+    expect(results[2]).toMatchObject({ status: "fulfilled", value: { contact: { id: "ct_b" } } });
+  });
+
+  it("a cancelled call of a batch fails with Canceled; the others answer", async () => {
+    const client = rpcClient(ContactService, url());
+    const abort = new AbortController();
+    const { results } = await batchOf(() => {
+      const calls = [
+        client.getContact({ workspaceId: "ws", id: "slow" }, { signal: abort.signal }),
+        client.getContact({ workspaceId: "ws", id: "ct_c" }),
+      ];
+      setTimeout(() => abort.abort(), 20);
+      return calls;
+    });
+    expect((results[0] as PromiseRejectedResult).reason).toMatchObject({ code: Code.Canceled });
+    expect(results[1]).toMatchObject({ status: "fulfilled", value: { contact: { id: "ct_c" } } });
+  });
+
+  it("a service that does not know BatchService (an older copy) gets single calls", async () => {
+    const old = http2.createServer(
+      connectNodeAdapter({
+        routes: (router) =>
+          router.service(ContactService, { getContact: (req) => ({ contact: { ...contact, id: req.id } }) }),
+      }),
+    );
+    await new Promise<void>((r) => old.listen(0, "127.0.0.1", r));
+    try {
+      const port = (old.address() as { port: number }).port;
+      const client = rpcClient(ContactService, `http://127.0.0.1:${port}`);
+      const first = await batchOf(() =>
+        [1, 2, 3].map((i) => client.getContact({ workspaceId: "ws", id: `o${i}` })),
+      );
+      expect(first.results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
+      expect(first.streams).toBe(4); // the refused batch, then each alone
+      const then = await batchOf(() =>
+        [1, 2].map((i) => client.getContact({ workspaceId: "ws", id: `p${i}` })),
+      );
+      expect(then.results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
+      expect(then.streams).toBe(2);
+    } finally {
+      old.close();
+    }
+  });
+
+  it("any Connect or gRPC client may send a batch: a call to an unknown method or to the batch itself is answered unimplemented, a batch of more than 256 calls refused", async () => {
+    const batch = createClient(BatchService, createGrpcTransport({ baseUrl: url() }));
+    const input = toBinary(
+      GetContactRequestSchema,
+      create(GetContactRequestSchema, { workspaceId: "ws", id: "g1" }),
+    );
+    const res = await batch.call({
+      calls: [
+        { path: "/funil.crm.v1.ContactService/GetContact", input },
+        { path: "/funil.crm.v1.ContactService/Nope", input },
+        { path: "/funil.rpc.v1.BatchService/Call", input: new Uint8Array() },
+      ],
+    });
+    expect(res.results.map((r) => r.status)).toEqual([200, 501, 501]);
+    expect(fromBinary(GetContactResponseSchema, res.results[0]!.body).contact?.id).toBe("g1");
+    expect(JSON.parse(Buffer.from(res.results[1]!.body).toString())).toMatchObject({ code: "unimplemented" });
+    const tooMany = await batch
+      .call({
+        calls: Array.from({ length: 257 }, () => ({
+          path: "/funil.crm.v1.ContactService/GetContact",
+          input,
+        })),
+      })
+      .catch((e: unknown) => e);
+    expect(tooMany).toMatchObject({ code: Code.InvalidArgument });
   });
 });

@@ -17,10 +17,12 @@ import {
   createContextValues,
   type HandlerContext,
   type Interceptor,
+  type ServiceImpl,
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { BatchService } from "@funil/contracts";
 import { headerObject, toHeaders } from "./headers.js";
 
 type Impl = (req: unknown, ctx: HandlerContext) => unknown;
@@ -30,6 +32,17 @@ interface Route {
   impl: Impl;
 }
 type Next = Parameters<Interceptor>[0];
+
+/** What a unary call answers, alone on its stream or as one result of a batch. */
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+/** The most calls one batch may carry (the client sends at most BATCH_SIZE of them). */
+const MAX_BATCH = 256;
+export const BATCH_PATH = `/${BatchService.typeName}/${BatchService.method.call.name}`;
 
 /**
  * The server side of unary-transport.ts: a Connect unary call with a binary body is answered here,
@@ -93,19 +106,28 @@ export function unaryFastPath(interceptors: Interceptor[]) {
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      answer(route, req, res, body);
+      const url = `http://${h[":authority"] ?? "localhost"}${h[":path"]}`;
+      respond(route, h, url, body, parseTimeout(h["connect-timeout-ms"])).then((answer) => {
+        if (res.stream.destroyed || res.headersSent) return;
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+      });
     });
     return true;
   };
 
-  async function answer(
+  /**
+   * One unary call, from its request bytes to what the Connect protocol answers: 200 and the response
+   * message, or the error's status, metadata and JSON body. Never rejects.
+   */
+  async function respond(
     route: Route,
-    req: http2.Http2ServerRequest,
-    res: http2.Http2ServerResponse,
+    headers: http2.IncomingHttpHeaders,
+    url: string,
     body: Uint8Array,
-  ) {
-    const timeoutMs = parseTimeout(req.headers["connect-timeout-ms"]);
-    const ctx = context(route, req, timeoutMs);
+    timeoutMs: number | undefined,
+  ): Promise<Answer> {
+    const ctx = context(route, headers, url, timeoutMs);
     let timer: NodeJS.Timeout | undefined;
     try {
       let message: MessageShape<DescMethodUnary["input"]>;
@@ -136,26 +158,46 @@ export function unaryFastPath(interceptors: Interceptor[]) {
               }, timeoutMs);
             }),
           ]))) as UnaryResponse;
-      if (res.stream.destroyed || res.headersSent) return;
-      res.writeHead(200, {
-        ...headerObject(ctx.touchedResponseHeader()),
-        "content-type": "application/proto",
-      });
-      res.end(toBinary(route.method.output, response.message));
+      return {
+        status: 200,
+        headers: { ...headerObject(ctx.touchedResponseHeader()), "content-type": "application/proto" },
+        body: toBinary(route.method.output, response.message),
+      };
     } catch (err) {
-      if (res.stream.destroyed || res.headersSent) return;
       const error = ConnectError.from(err);
-      res.writeHead(codeToHttpStatus(error.code), {
-        ...headerObject(error.metadata),
-        "content-type": "application/json",
-      });
-      res.end(errorToJsonBytes(error, {}));
+      return {
+        status: codeToHttpStatus(error.code),
+        headers: { ...headerObject(error.metadata), "content-type": "application/json" },
+        body: errorToJsonBytes(error, {}),
+      };
     } finally {
       clearTimeout(timer);
     }
   }
 
-  return { record, handle };
+  /**
+   * The BatchService (proto/funil/rpc/v1/batch.proto): each call of a batch answered by respond(), as if
+   * it had come alone, all at once; the batch answers when the last of them has.
+   */
+  const batch: ServiceImpl<typeof BatchService> = {
+    async call(req, ctx) {
+      if (req.calls.length > MAX_BATCH)
+        throw new ConnectError(`a batch holds at most ${MAX_BATCH} calls`, Code.InvalidArgument);
+      const results = await Promise.all(
+        req.calls.map((c) => {
+          const route = c.path === BATCH_PATH ? undefined : routes.get(c.path);
+          if (!route) return unimplemented(c.path);
+          const url = ctx.url.replace(BATCH_PATH, c.path);
+          return respond(route, c.headers, url, c.input, c.timeoutMs || undefined);
+        }),
+      );
+      return {
+        results: results.map((r) => ({ status: r.status, headers: r.headers, body: r.body })),
+      };
+    },
+  };
+
+  return { record, handle, batch };
 }
 
 /** The innermost step of the interceptor chain: the implementation itself. */
@@ -204,7 +246,12 @@ function request(route: Route, ctx: Context, message: MessageShape<DescMethodUna
 type Context = HandlerContext & { abort(): void; touchedResponseHeader(): Headers | undefined };
 
 /** A HandlerContext whose signal and Headers objects exist only once something reads them. */
-function context(route: Route, req: http2.Http2ServerRequest, timeoutMs: number | undefined): Context {
+function context(
+  route: Route,
+  headers: http2.IncomingHttpHeaders,
+  url: string,
+  timeoutMs: number | undefined,
+): Context {
   let controller: AbortController | undefined;
   let requestHeader: Headers | undefined;
   let responseHeader: Headers | undefined;
@@ -215,14 +262,14 @@ function context(route: Route, req: http2.Http2ServerRequest, timeoutMs: number 
     service: route.service,
     requestMethod: "POST",
     protocolName: "connect",
-    url: `http://${req.headers[":authority"] ?? "localhost"}${req.headers[":path"]}`,
+    url,
     timeoutMs: () => timeoutMs,
     get signal() {
       controller ??= new AbortController();
       return controller.signal;
     },
     get requestHeader() {
-      requestHeader ??= toHeaders(req.headers);
+      requestHeader ??= toHeaders(headers);
       return requestHeader;
     },
     get responseHeader() {
@@ -239,6 +286,16 @@ function context(route: Route, req: http2.Http2ServerRequest, timeoutMs: number 
     },
     abort: () => controller?.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
     touchedResponseHeader: () => responseHeader,
+  };
+}
+
+/** The answer to a path that names no method of this service (or a batch inside a batch). */
+function unimplemented(path: string): Answer {
+  const error = new ConnectError(`${path} is not implemented`, Code.Unimplemented);
+  return {
+    status: codeToHttpStatus(error.code),
+    headers: { "content-type": "application/json" },
+    body: errorToJsonBytes(error, {}),
   };
 }
 

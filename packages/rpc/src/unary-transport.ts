@@ -20,7 +20,9 @@ import {
 } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { toHeaders } from "./headers.js";
+import { BatchRequestSchema, BatchResponseSchema } from "@funil/contracts";
+import { headerObject, toHeaders } from "./headers.js";
+import { BATCH_PATH } from "./unary-handler.js";
 
 /**
  * The Connect protocol's unary call (a POST of the binary message, the answer's status and body) straight
@@ -38,6 +40,7 @@ export function createUnaryTransport(opts: {
   idleTimeoutMs: number;
 }): Transport {
   const session = sessionPool(opts.baseUrl, opts.idleTimeoutMs);
+  const exchange = coalescing(session);
   const streaming = createConnectTransport({
     baseUrl: opts.baseUrl,
     httpVersion: "2",
@@ -73,14 +76,7 @@ export function createUnaryTransport(opts: {
       };
       const send = async (r: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
         const extra = headers ?? (header ? new Headers(header) : undefined);
-        const answer = await call(
-          session(),
-          path,
-          toBinary(method.input, r.message),
-          deadline,
-          r.signal,
-          extra,
-        );
+        const answer = await exchange(path, toBinary(method.input, r.message), deadline, r.signal, extra);
         if (answer.status !== 200) throw errorOf(answer);
         if (answer.headers["content-type"] !== "application/proto")
           throw new ConnectError(`unexpected content-type ${answer.headers["content-type"]}`, Code.Internal);
@@ -116,6 +112,160 @@ interface Answer {
   body: Uint8Array;
 }
 
+type Exchange = (
+  path: string,
+  body: Uint8Array,
+  timeoutMs: number,
+  signal: AbortSignal,
+  extra: Headers | undefined,
+) => Promise<Answer>;
+
+/**
+ * Unary calls made by this process's clients, and the HTTP/2 streams that carried them (a batch is one
+ * stream): the gateway's /metrics shows both, so the saving of batching under load can be seen.
+ */
+export const rpcClientStats = { calls: 0, streams: 0 };
+
+/** The most calls sent in one batch; more calls of one turn go in several. */
+const BATCH_SIZE = 64;
+
+/**
+ * The calls made in one turn of the event loop (all the requests the gateway read from its sockets at
+ * once, each calling this service) leave together: one alone as a plain unary call, several as one call
+ * of the service's BatchService (proto/funil/rpc/v1/batch.proto), which answers each exactly as alone.
+ * A stream costs both ends far more CPU than the few bytes of a call (bench/RESULTS.md), so under load
+ * the cost per call falls with the batch, and with no load nothing waits: the batch leaves at the end of
+ * the turn that made it. Each call keeps its own deadline, cancellation, headers and answer; a batch that
+ * fails as a whole (the service unreachable) fails each of its calls the same way, so the retry rules of
+ * the interceptors apply per call. A service that does not know BatchService (an older copy during a
+ * rolling deploy) gets single calls from then on.
+ */
+function coalescing(session: () => http2.ClientHttp2Session): Exchange {
+  let queue: Pending[] = [];
+  let batching = true;
+  const single = (p: Pending) =>
+    call(session(), p.path, p.body, p.timeoutMs, p.signal, p.extra).then(p.resolve, p.reject);
+  const flush = () => {
+    const calls = queue;
+    queue = [];
+    if (calls.length === 1 || !batching) {
+      for (const p of calls) single(p);
+      return;
+    }
+    for (let i = 0; i < calls.length; i += BATCH_SIZE) sendBatch(calls.slice(i, i + BATCH_SIZE));
+  };
+  const sendBatch = (calls: Pending[]) => {
+    const live = calls.filter((p) => p.start());
+    if (live.length === 0) return;
+    const request = create(BatchRequestSchema, {
+      calls: live.map((p) => ({
+        path: p.path,
+        input: p.body,
+        timeoutMs: p.timeoutMs,
+        headers: p.extra ? headerObject(p.extra) : {},
+      })),
+    });
+    const deadline = Math.max(...live.map((p) => p.timeoutMs));
+    call(session(), BATCH_PATH, toBinary(BatchRequestSchema, request), deadline, NEVER, undefined).then(
+      (answer) => {
+        if (answer.status === 200) {
+          const { results } = fromBinary(BatchResponseSchema, answer.body);
+          live.forEach((p, i) => {
+            const r = results[i];
+            if (r) p.resolve({ status: r.status, headers: r.headers, body: r.body });
+            else p.reject(new ConnectError("the batch answered fewer results than calls", Code.Internal));
+          });
+          return;
+        }
+        const error = errorOf(answer);
+        if (error.code === Code.Unimplemented) {
+          batching = false;
+          for (const p of live) if (p.unstart()) single(p);
+          return;
+        }
+        for (const p of live) p.reject(error);
+      },
+      (err) => {
+        for (const p of live) p.reject(err);
+      },
+    );
+  };
+  return (path, body, timeoutMs, signal, extra) =>
+    new Promise<Answer>((resolve, reject) => {
+      rpcClientStats.calls++;
+      if (queue.length === 0) setImmediate(flush);
+      queue.push(pending(path, body, timeoutMs, signal, extra, resolve, reject));
+    });
+}
+
+interface Pending {
+  path: string;
+  body: Uint8Array;
+  timeoutMs: number;
+  signal: AbortSignal;
+  extra: Headers | undefined;
+  /** In a batch: arms the call's own deadline and cancellation; false if it was cancelled already. */
+  start(): boolean;
+  /** Disarms them again (the call goes alone after all); false if it has settled meanwhile. */
+  unstart(): boolean;
+  resolve(answer: Answer): void;
+  reject(err: unknown): void;
+}
+
+function pending(
+  path: string,
+  body: Uint8Array,
+  timeoutMs: number,
+  signal: AbortSignal,
+  extra: Headers | undefined,
+  resolve: (a: Answer) => void,
+  reject: (err: unknown) => void,
+): Pending {
+  let settled = false;
+  let timer: NodeJS.Timeout | undefined;
+  const disarm = () => {
+    clearTimeout(timer);
+    if (signal !== NEVER) signal.removeEventListener("abort", onAbort);
+  };
+  const onAbort = () => p.reject(new ConnectError("the call was cancelled", Code.Canceled));
+  const p: Pending = {
+    path,
+    body,
+    timeoutMs,
+    signal,
+    extra,
+    start() {
+      if (signal.aborted) {
+        p.reject(new ConnectError("the call was cancelled", Code.Canceled));
+        return false;
+      }
+      timer = setTimeout(
+        () => p.reject(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
+        timeoutMs,
+      );
+      if (signal !== NEVER) signal.addEventListener("abort", onAbort, { once: true });
+      return true;
+    },
+    unstart() {
+      disarm();
+      return !settled;
+    },
+    resolve(answer) {
+      if (settled) return;
+      settled = true;
+      disarm();
+      resolve(answer);
+    },
+    reject(err) {
+      if (settled) return;
+      settled = true;
+      disarm();
+      reject(err);
+    },
+  };
+  return p;
+}
+
 /**
  * One unary exchange. Fails with Unavailable when the service cannot be reached or the stream breaks
  * (only reads are retried, by the interceptor), DeadlineExceeded past the deadline (the service gets it
@@ -129,6 +279,7 @@ function call(
   signal: AbortSignal,
   extra: Headers | undefined,
 ): Promise<Answer> {
+  rpcClientStats.streams++;
   return new Promise((resolve, reject) => {
     const headers: http2.OutgoingHttpHeaders = {
       ":method": "POST",
@@ -184,7 +335,9 @@ function call(
       }),
     );
     stream.on("error", (err) => finish(unavailable(err)));
-    stream.on("close", () => finish(unavailable(new Error(`stream closed (code ${stream.rstCode})`))));
+    stream.on("close", () => {
+      if (!settled) finish(unavailable(new Error(`stream closed (code ${stream.rstCode})`)));
+    });
     stream.end(body);
   });
 }

@@ -1,3 +1,4 @@
+import { rpcClientStats } from "@funil/rpc";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
@@ -23,6 +24,24 @@ export const metricsPlugin = fp(async (app: FastifyInstance, opts: { register?: 
     labelNames,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
+  });
+  new Counter({
+    name: "funil_rpc_client_calls_total",
+    help: "Unary calls made to the services",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(rpcClientStats.calls);
+    },
+  });
+  new Counter({
+    name: "funil_rpc_client_streams_total",
+    help: "HTTP/2 streams that carried them (the calls made in one turn of the event loop share one)",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(rpcClientStats.streams);
+    },
   });
   app.addHook("onResponse", async (req, reply) => {
     const labels = {
