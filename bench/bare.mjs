@@ -3,8 +3,12 @@
 // crm's SQL on crm's database with the same `postgres` driver and options, and returns the JSON the
 // gateway returns (run.mjs checks that the bodies are equal before it measures anything).
 //
+// The single reads compose timeline's answer (the human touches, a deal's last activity) as the gateway
+// does: the same statements on timeline's database, beside crm's, at once.
+//
 // Run as its own process so that its CPU time can be read from /proc:
-//   BARE_CRM_DB=postgres://…/funil_bench_crm BARE_GATEWAY_DB=postgres://…/funil_bench_gateway node bench/bare.mjs
+//   BARE_CRM_DB=postgres://…/funil_bench_crm BARE_TIMELINE_DB=postgres://…/funil_bench_timeline \
+//   BARE_GATEWAY_DB=postgres://…/funil_bench_gateway node bench/bare.mjs
 // It prints its port on stdout once it listens. Its key map is loaded at start: keys made later are unknown.
 import { createHash } from "node:crypto";
 import { encodeCursor } from "@funil/rpc";
@@ -18,6 +22,10 @@ const options = {
   onnotice: () => {},
 };
 const crm = postgres(process.env.BARE_CRM_DB, { ...options, connection: { application_name: "bench_bare" } });
+const timeline = postgres(process.env.BARE_TIMELINE_DB, {
+  ...options,
+  connection: { application_name: "bench_bare" },
+});
 const gateway = postgres(process.env.BARE_GATEWAY_DB, { max: 1, onnotice: () => {} });
 
 const keys = new Map();
@@ -89,6 +97,38 @@ const dealJson = (r) => ({
 
 const error = (code, message) => ({ error: { code, message } });
 
+/** timeline's contact summary (services/timeline/src/store/summaries.ts contactTouches). */
+async function contactTouches(ws, contactId) {
+  const [t] = await timeline`
+    select first_at, last_at from contact_touches where workspace_id = ${ws} and contact_id = ${contactId}`;
+  return { firstHumanTouchAt: iso(t?.firstAt), lastHumanTouchAt: iso(t?.lastAt) };
+}
+
+/** timeline's deal summary (summaries.ts dealSummary): one statement, a probe only when touches straddle the deal's creation. */
+async function dealSummary(ws, id) {
+  const [r] = await timeline`
+    select d.contact_id, d.created_at, t.first_at, t.last_at,
+      (select max(at) from activities a where a.workspace_id = ${ws} and a.opportunity_id = ${id}) as last_activity
+    from (values (1)) as one
+    left join deals d on d.workspace_id = ${ws} and d.id = ${id}
+    left join contact_touches t on t.workspace_id = ${ws} and t.contact_id = d.contact_id`;
+  let first = r.firstAt;
+  const last = r.lastAt;
+  if (!last || last < r.createdAt) first = null;
+  else if (first < r.createdAt) {
+    const [f] = await timeline`
+      select created_at from interactions
+      where workspace_id = ${ws} and contact_id = ${r.contactId} and actor = 'user' and created_at >= ${r.createdAt}
+      order by created_at limit 1`;
+    first = f?.createdAt ?? last;
+  }
+  return {
+    firstHumanTouchAt: iso(first),
+    lastHumanTouchAt: first ? iso(last) : null,
+    lastActivityAt: iso(r.lastActivity),
+  };
+}
+
 /** The caller's workspace, or undefined after answering 401/403. */
 function authorize(req, reply, scope) {
   const header = req.headers.authorization;
@@ -117,10 +157,12 @@ const app = Fastify({ logger: false });
 app.get("/api/v1/contacts/:id", async (req, reply) => {
   const ws = authorize(req, reply, "contacts.read");
   if (!ws) return reply;
-  const [row] =
-    await crm`select ${contactColumns} from contacts where workspace_id = ${ws} and id = ${req.params.id}`;
+  const [[row], touches] = await Promise.all([
+    crm`select ${contactColumns} from contacts where workspace_id = ${ws} and id = ${req.params.id}`,
+    contactTouches(ws, req.params.id),
+  ]);
   if (!row) return reply.code(404).send(error("not_found", "contact not found"));
-  return { ...contactJson(row), firstHumanTouchAt: null, lastHumanTouchAt: null };
+  return { ...contactJson(row), ...touches };
 });
 
 app.get("/api/v1/contacts", async (req, reply) => {
@@ -136,11 +178,14 @@ app.get("/api/v1/contacts", async (req, reply) => {
 app.get("/api/v1/opportunities/:id", async (req, reply) => {
   const ws = authorize(req, reply, "opportunities.read");
   if (!ws) return reply;
-  const [row] = await crm`
-    select ${dealColumns} from opportunities
-    where workspace_id = ${ws} and id = ${req.params.id} and trashed_at is null`;
+  const [[row], summary] = await Promise.all([
+    crm`
+      select ${dealColumns} from opportunities
+      where workspace_id = ${ws} and id = ${req.params.id} and trashed_at is null`,
+    dealSummary(ws, req.params.id),
+  ]);
   if (!row) return reply.code(404).send(error("not_found", "opportunity not found"));
-  return { ...dealJson(row), firstHumanTouchAt: null, lastHumanTouchAt: null, lastActivityAt: null };
+  return { ...dealJson(row), ...summary };
 });
 
 app.get("/api/v1/opportunities", async (req, reply) => {
@@ -179,6 +224,6 @@ console.log(new URL(address).port);
 process.once("SIGTERM", () =>
   app
     .close()
-    .then(() => crm.end({ timeout: 2 }))
+    .then(() => Promise.all([crm.end({ timeout: 2 }), timeline.end({ timeout: 2 })]))
     .then(() => process.exit(0)),
 );

@@ -43,8 +43,10 @@ export async function measure({
         ]
       : undefined,
   });
+  const refused = {};
   instance.on("response", (_client, status, _bytes, ms) => {
     if (status >= 200 && status < 300) latencies.push(ms);
+    else refused[status] = (refused[status] ?? 0) + 1;
   });
   const result = await instance;
   const used = watcher.stop();
@@ -61,6 +63,12 @@ export async function measure({
     p50: quantile(latencies, 0.5),
     p99: quantile(latencies, 0.99),
     errors: result.non2xx + result.errors + result.timeouts,
+    // What the errors were: answers by status, plus connection errors and timeouts.
+    errorKinds: {
+      ...refused,
+      ...(result.errors && { errors: result.errors }),
+      ...(result.timeouts && { timeouts: result.timeouts }),
+    },
     cpuUs,
     rssMb,
   };

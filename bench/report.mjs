@@ -11,7 +11,7 @@ const table = (head, rows) =>
   ].join("\n");
 
 /** Processes on the gateway's path and on the baseline's, in the order the tables show them. */
-const STACK = ["gateway", "crm", "postgres", "redis"];
+const STACK = ["gateway", "crm", "timeline", "postgres", "redis"];
 const BARE = ["bare", "postgres (bare)"];
 const cpu = (m, names) => names.map((n) => int(m.cpuUs[n] ?? 0));
 const sum = (m, names) => int(names.reduce((s, n) => s + (m.cpuUs[n] ?? 0), 0));
@@ -24,7 +24,7 @@ export function renderResults({ results, machine, opts, fill }) {
     "",
     `${new Date().toISOString()} · **${machine.cores} cores** (${machine.cpu}) · Node ${machine.node} · PostgreSQL ${machine.postgres} (autovacuum ${machine.autovacuum}; VACUUM ANALYZE after the fill)`,
     "",
-    `\`npm run bench${opts.full ? " -- --full" : ""}\`: a workspace of ${opts.contacts} contacts and ${opts.deals} deals filled through the API with 16 clients (${fill.contactsPerSecond} contact upserts/s, ${fill.dealsPerSecond} deals/s, a quarter of them then closed by PATCH). Every row is the **median of ${opts.runs} runs of ${opts.seconds} s**; the gateway and the bare baseline (bench/bare.mjs: a Fastify route that checks the key's SHA-256 in a map, runs crm's SQL with the same driver and returns the same JSON, checked equal before measuring) alternate run by run on the same data. The load generator (autocannon), the gateway, crm, PostgreSQL and Redis share the machine; latencies are in ms, measured from every 2xx answer.`,
+    `\`npm run bench${opts.full ? " -- --full" : ""}\`: a workspace of ${opts.contacts} contacts and ${opts.deals} deals filled through the API with 16 clients (${fill.contactsPerSecond} contact upserts/s, ${fill.dealsPerSecond} deals/s, a quarter of them then closed by PATCH). Every row is the **median of ${opts.runs} runs of ${opts.seconds} s**; the gateway and the bare baseline (bench/bare.mjs: a Fastify route that checks the key's SHA-256 in a map, runs the same SQL as crm and, for the single reads, timeline (the touches and last activity the gateway composes in) with the same driver and returns the same JSON, checked equal before measuring) alternate run by run on the same data. The load generator (autocannon), the gateway, crm, timeline, PostgreSQL and Redis share the machine; latencies are in ms, measured from every 2xx answer.`,
     "",
     "## Gateway against the bare baseline (closed loop)",
     "",

@@ -41,6 +41,13 @@ const opts = {
   funilEnv: process.env.BENCH_ENV ?? "bench",
 };
 const started = Date.now();
+/** ", failed: 503 × 12, timeouts × 3" when a run had answers other than 2xx. */
+const failures = (m) =>
+  m.errors
+    ? `, failed: ${Object.entries(m.errorKinds)
+        .map(([k, n]) => `${k} × ${n}`)
+        .join(", ")}`
+    : "";
 const progress = (msg) => {
   const s = Math.round((Date.now() - started) / 1000);
   process.stderr.write(`[bench ${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}] ${msg}\n`);
@@ -66,10 +73,12 @@ for (const { datname } of await server`
   select datname from pg_database where datname like ${`funil\\_${opts.funilEnv}\\_%`}`)
   await server.unsafe(`drop database if exists "${datname}" with (force)`);
 
+// The processes on the path of the paired reads: the single reads compose crm and timeline.
+const PROFILED = ["gateway", "crm", "timeline"];
 const profileDir = opts.profile ? mkdtempSync(path.join(os.tmpdir(), "funil-bench-prof-")) : undefined;
 const launch = (profiled) => {
   progress(
-    `starting the stack (FUNIL_ENV=${opts.funilEnv}${profiled ? ", gateway and crm under --cpu-prof" : ""})`,
+    `starting the stack (FUNIL_ENV=${opts.funilEnv}${profiled ? `, ${PROFILED.join(", ")} under --cpu-prof` : ""})`,
   );
   return startStack({
     env,
@@ -77,7 +86,7 @@ const launch = (profiled) => {
     stdio: "ignore",
     nodeArgs: (name) => [
       ...opts.nodeArgs,
-      ...(profiled && (name === "gateway" || name === "crm")
+      ...(profiled && PROFILED.includes(name)
         ? ["--cpu-prof", `--cpu-prof-dir=${path.join(profileDir, name)}`]
         : []),
     ],
@@ -101,7 +110,11 @@ try {
     await stack.stop();
     stack = await launch(true);
   }
-  bare = await startBare({ BARE_CRM_DB: databaseUrl("crm"), BARE_GATEWAY_DB: databaseUrl("gateway") });
+  bare = await startBare({
+    BARE_CRM_DB: databaseUrl("crm"),
+    BARE_TIMELINE_DB: databaseUrl("timeline"),
+    BARE_GATEWAY_DB: databaseUrl("gateway"),
+  });
   const { key, pipeline } = data;
   const get = (p) => call("GET", `/api/v1${p}`, undefined, key);
   const one = (await get("/contacts?limit=1")).data[0];
@@ -164,12 +177,13 @@ try {
     (await server`select pid from pg_stat_activity where application_name = any(${apps})`).map((r) => r.pid);
   const groupsNow = async () => {
     const [stackPg, barePg] = await Promise.all([
-      backends([`funil_${opts.funilEnv}_crm`, `funil_${opts.funilEnv}_gateway`]),
+      backends(["crm", "timeline", "gateway"].map((name) => `funil_${opts.funilEnv}_${name}`)),
       backends(["bench_bare"]),
     ]);
     return {
       gateway: () => [stack.pid("gateway")],
       crm: () => [stack.pid("crm")],
+      timeline: () => [stack.pid("timeline")],
       postgres: () => stackPg,
       redis: () => (redisPid ? [redisPid] : []),
       bare: () => [bare.pid],
@@ -209,7 +223,7 @@ try {
           runs[through].push(await run(s, through, { connections }));
           const m = runs[through].at(-1);
           step(
-            `${s.name} · ${connections} conns · ${through}: ${Math.round(m.rps)} req/s, p99 ${m.p99.toFixed(1)} ms`,
+            `${s.name} · ${connections} conns · ${through}: ${Math.round(m.rps)} req/s, p99 ${m.p99.toFixed(1)} ms${failures(m)}`,
           );
         }
       results.paired.push({
@@ -231,7 +245,7 @@ try {
         runs[through].push(await run(s, through, { connections: 32, rate }));
         const m = runs[through].at(-1);
         step(
-          `${s.name} · open loop ${rate} req/s · ${through}: ${Math.round(m.rps)} req/s, p99 ${m.p99.toFixed(1)} ms`,
+          `${s.name} · open loop ${rate} req/s · ${through}: ${Math.round(m.rps)} req/s, p99 ${m.p99.toFixed(1)} ms${failures(m)}`,
         );
       }
     results.openLoop.push({ name: s.name, rate, gateway: median(runs.gateway), bare: median(runs.bare) });
@@ -342,7 +356,7 @@ function handWritten(file) {
 }
 
 function printProfiles(dir) {
-  for (const name of ["gateway", "crm"]) {
+  for (const name of PROFILED) {
     for (const file of profilesIn(path.join(dir, name))) {
       console.log(`\n${name}: top self time (${file})`);
       const line = ({ name: fn, ms, share }) =>

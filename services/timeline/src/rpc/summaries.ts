@@ -29,17 +29,13 @@ export function summaryService(deps: { summaries: SummaryStore }): ServiceImpl<t
         { opportunityId: req.opportunityId, contactId: req.contactId, since: req.since },
         "path",
       );
-      const [deal, lastActivityAt] = await Promise.all([
-        r.contactId && r.since
-          ? { contactId: r.contactId, createdAt: parseTimestamp(r.since)! }
-          : summaries.deal(req.workspaceId, r.opportunityId),
-        summaries.lastActivity(req.workspaceId, r.opportunityId),
-      ]);
-      const touches = deal && (await summaries.touchesSince(req.workspaceId, deal.contactId, deal.createdAt));
+      const given =
+        r.contactId && r.since ? { contactId: r.contactId, createdAt: parseTimestamp(r.since)! } : undefined;
+      const summary = await summaries.dealSummary(req.workspaceId, r.opportunityId, given);
       return {
-        dealKnown: deal !== undefined,
-        touches: touches ? touchesToProto(touches) : undefined,
-        lastActivityAt: lastActivityAt?.toISOString(),
+        dealKnown: summary.known || given !== undefined,
+        touches: summary.touches ? touchesToProto(summary.touches) : undefined,
+        lastActivityAt: summary.lastActivity?.toISOString(),
       };
     },
   };

@@ -17,13 +17,16 @@ export function summaryStore(sql: Sql) {
   }
 
   /**
-   * The contact's touches at or after `since` (a deal's creation, API.md §6).
-   * The summary answers unless the contact's first touch came before `since`
-   * and a later one after it: then one probe of the human-touch index finds
-   * the first touch since.
+   * The contact's touches at or after `since` (a deal's creation, API.md §6), from the contact's summary
+   * `all`: it answers unless the contact's first touch came before `since` and a later one after it; then
+   * one probe of the human-touch index finds the first touch since.
    */
-  async function touchesSince(workspaceId: string, contactId: string, since: Date): Promise<Touches> {
-    const all = await contactTouches(workspaceId, contactId);
+  async function touchesSince(
+    workspaceId: string,
+    contactId: string,
+    since: Date,
+    all: Touches,
+  ): Promise<Touches> {
     if (!all.last || all.last < since) return none;
     if (all.first! >= since) return all;
     const [first] = await sql<{ createdAt: Date }[]>`
@@ -36,20 +39,41 @@ export function summaryStore(sql: Sql) {
 
   return {
     contactTouches,
-    touchesSince,
 
-    async deal(workspaceId: string, id: string): Promise<DealSeen | undefined> {
-      const [d] = await sql<DealSeen[]>`
-        select workspace_id, id, contact_id, created_at from deals where workspace_id = ${workspaceId} and id = ${id}`;
-      return d;
-    },
-
-    /** The latest entry of the ledger for the deal (API.md §6), or null. */
-    async lastActivity(workspaceId: string, opportunityId: string): Promise<Date | null> {
-      const [row] = await sql<{ at: Date | null }[]>`
-        select max(at) as at from activities
-        where workspace_id = ${workspaceId} and opportunity_id = ${opportunityId}`;
-      return row?.at ?? null;
+    /**
+     * What a deal's single read needs (API.md §6), in one statement: whether the deal is known (from
+     * opportunity.created), its contact's touches since the deal's creation, and the latest entry of its
+     * ledger (null = none). A deal not known yet is read for the contact and creation the caller gives.
+     */
+    async dealSummary(
+      workspaceId: string,
+      opportunityId: string,
+      given?: { contactId: string; createdAt: Date },
+    ): Promise<{ known: boolean; touches?: Touches; lastActivity: Date | null }> {
+      const [r] = await sql<
+        {
+          contactId: string | null;
+          createdAt: Date | null;
+          firstAt: Date | null;
+          lastAt: Date | null;
+          lastActivity: Date | null;
+        }[]
+      >`
+        select d.contact_id, d.created_at, t.first_at, t.last_at,
+          (select max(at) from activities a
+           where a.workspace_id = ${workspaceId} and a.opportunity_id = ${opportunityId}) as last_activity
+        from (values (1)) as one
+        left join deals d on d.workspace_id = ${workspaceId} and d.id = ${opportunityId}
+        left join contact_touches t on t.workspace_id = ${workspaceId}
+          and t.contact_id = coalesce(d.contact_id, ${given?.contactId ?? null}::text)`;
+      const known = r!.contactId !== null;
+      const deal = known ? { contactId: r!.contactId!, createdAt: r!.createdAt! } : given;
+      const all: Touches = r!.firstAt ? { first: r!.firstAt, last: r!.lastAt } : none;
+      return {
+        known,
+        touches: deal && (await touchesSince(workspaceId, deal.contactId, deal.createdAt, all)),
+        lastActivity: r!.lastActivity,
+      };
     },
 
     /**
