@@ -3,3 +3,4 @@ export * from "./idempotency.js";
 export * from "./ids.js";
 export * from "./migrate.js";
 export * from "./outbox.js";
+export * from "./reads.js";

@@ -239,6 +239,67 @@ describe("opportunity handlers (API §6, §9)", () => {
   });
 });
 
+describe("reads made at once (an RPC batch) share one statement (issue 7)", () => {
+  it("each read gets its own row; another workspace's id, an unknown id and a trashed deal are not_found", async () => {
+    const [a, b] = [ws(), ws()];
+    const [ca, cb] = [await contact(a, "+55 11 90000-0101"), await contact(b, "+55 11 90000-0102")];
+    const pl = await pipeline(a);
+    const deals = await Promise.all(
+      ["D1", "D2", "D3"].map(
+        async (title) =>
+          (
+            await crm.opportunities.createOpportunity({
+              workspaceId: a,
+              input: { contactId: ca.id, pipelineId: pl.id, title },
+            })
+          ).opportunity!,
+      ),
+    );
+    await crm.opportunities.trashOpportunity({ workspaceId: a, id: deals[2]!.id });
+    // Started in one turn, as the calls of one batch are: the store reads them in one statement.
+    const contacts = await Promise.all(
+      [
+        [a, ca.id],
+        [b, cb.id],
+        [a, cb.id],
+        [b, ca.id],
+        [a, "ct_unknown"],
+        [a, ca.id],
+      ].map(([workspaceId, id]) => caught(crm.contacts.getContact({ workspaceId: workspaceId!, id: id! }))),
+    );
+    expect(contacts).toEqual([
+      undefined,
+      undefined,
+      ...Array(3).fill(expect.objectContaining({ code: "not_found" })),
+      undefined,
+    ]);
+    const got = await Promise.all(
+      [
+        [a, ca.id],
+        [b, cb.id],
+      ].map(
+        async ([workspaceId, id]) =>
+          (await crm.contacts.getContact({ workspaceId: workspaceId!, id: id! })).contact,
+      ),
+    );
+    expect(got.map((c) => c?.id)).toEqual([ca.id, cb.id]);
+    const opportunities = await Promise.all(
+      [
+        [a, deals[0]!.id],
+        [a, deals[1]!.id],
+        [a, deals[2]!.id],
+        [b, deals[0]!.id],
+      ].map(async ([workspaceId, id]) =>
+        crm.opportunities.getOpportunity({ workspaceId: workspaceId!, id: id! }).then(
+          (r) => r.opportunity?.title,
+          (err) => failure(err).code,
+        ),
+      ),
+    );
+    expect(opportunities).toEqual(["D1", "D2", "not_found", "not_found"]);
+  });
+});
+
 describe("tasks, notes, members, custom fields handlers", () => {
   it("tasks: open filter, completed sets completedAt; notes need a member", async () => {
     const w = ws();

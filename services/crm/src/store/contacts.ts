@@ -1,4 +1,4 @@
-import { isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
+import { coalescedReads, isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
 import { fail } from "@funil/errors";
 import {
   applyPatch,
@@ -65,12 +65,20 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
     return row;
   }
 
-  return {
-    async get(workspaceId: string, id: string): Promise<ContactRecord | undefined> {
+  /** A contact by id; the reads of one RPC batch in one statement. */
+  const get = coalescedReads<ContactRecord>({
+    async one(workspaceId, id) {
       const [row] = await sql<ContactRecord[]>`
         select ${columns(sql)} from contacts where workspace_id = ${workspaceId} and id = ${id}`;
       return row;
     },
+    many: (workspaceIds, ids) => sql<ContactRecord[]>`
+      select ${columns(sql)} from contacts
+      where (workspace_id, id) in (select * from unnest(${workspaceIds}::text[], ${ids}::text[]))`,
+  });
+
+  return {
+    get,
 
     /** Keyset page in the order of API.md §4: (createdAt, id), or (updatedAt, id) when polling by update. */
     async list(

@@ -1,4 +1,11 @@
-import { type IdempotencyRequest, newId, type Sql, type TransactionSql, withIdempotency } from "@funil/db";
+import {
+  coalescedReads,
+  type IdempotencyRequest,
+  newId,
+  type Sql,
+  type TransactionSql,
+  withIdempotency,
+} from "@funil/db";
 import { invalidReference, notFound } from "@funil/errors";
 import {
   applyDealPatch,
@@ -70,6 +77,20 @@ function stateColumns(sql: Db, s: DealState) {
 }
 
 export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEvent) {
+  /** A live (not trashed) deal by id; the reads of one RPC batch in one statement. */
+  const getRow = coalescedReads<Row>({
+    async one(workspaceId, id) {
+      const [row] = await sql<Row[]>`
+        select ${columns(sql)} from opportunities
+        where workspace_id = ${workspaceId} and id = ${id} and trashed_at is null`;
+      return row;
+    },
+    many: (workspaceIds, ids) => sql<Row[]>`
+      select ${columns(sql)} from opportunities
+      where (workspace_id, id) in (select * from unnest(${workspaceIds}::text[], ${ids}::text[]))
+        and trashed_at is null`,
+  });
+
   async function lockLive(tx: TransactionSql, workspaceId: string, id: string) {
     const [row] = await tx<Row[]>`
       select ${columns(tx)} from opportunities
@@ -161,9 +182,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
 
     /** A live deal; a trashed one is not found. */
     async get(workspaceId: string, id: string): Promise<DealRecord | undefined> {
-      const [row] = await sql<Row[]>`
-        select ${columns(sql)} from opportunities
-        where workspace_id = ${workspaceId} and id = ${id} and trashed_at is null`;
+      const row = await getRow(workspaceId, id);
       return row ? toRecord(row) : undefined;
     },
 

@@ -1,4 +1,4 @@
-import type { Sql } from "@funil/db";
+import { coalescedReads, type Sql } from "@funil/db";
 import type { Activity, DealSeen } from "../activity.js";
 
 export interface Touches {
@@ -7,14 +7,68 @@ export interface Touches {
 }
 const none: Touches = { first: null, last: null };
 
+interface TouchRow {
+  workspaceId: string;
+  id: string;
+  firstAt: Date;
+  lastAt: Date;
+}
+
+/** A deal's row of dealSummary's statement: every column null when the deal is not known. */
+interface DealRow {
+  workspaceId: string;
+  id: string;
+  contactId: string | null;
+  createdAt: Date | null;
+  firstAt: Date | null;
+  lastAt: Date | null;
+  lastActivity: Date | null;
+}
+
 export function summaryStore(sql: Sql) {
-  /** The contact's touches, one primary-key read of the summary kept on ingest. */
+  /** A contact's summary kept on ingest, by primary key; the reads of one RPC batch in one statement. */
+  const touchRow = coalescedReads<TouchRow>({
+    async one(workspaceId, contactId) {
+      const [t] = await sql<TouchRow[]>`
+        select workspace_id, contact_id as id, first_at, last_at from contact_touches
+        where workspace_id = ${workspaceId} and contact_id = ${contactId}`;
+      return t;
+    },
+    many: (workspaceIds, contactIds) => sql<TouchRow[]>`
+      select workspace_id, contact_id as id, first_at, last_at from contact_touches
+      where (workspace_id, contact_id) in (select * from unnest(${workspaceIds}::text[], ${contactIds}::text[]))`,
+  });
+
+  /** The contact's touches (null = none). */
   async function contactTouches(workspaceId: string, contactId: string): Promise<Touches> {
-    const [t] = await sql<{ firstAt: Date; lastAt: Date }[]>`
-      select first_at, last_at from contact_touches
-      where workspace_id = ${workspaceId} and contact_id = ${contactId}`;
+    const t = await touchRow(workspaceId, contactId);
     return t ? { first: t.firstAt, last: t.lastAt } : none;
   }
+
+  /**
+   * A deal's row for its single read: the deal as opportunity.created made it known, its contact's
+   * summary and the latest entry of its ledger, in one statement (the reads of one RPC batch together);
+   * `contactId` stands in for the deal's contact while the deal is not known yet.
+   */
+  const dealStatement = (workspaceIds: string[], ids: string[], contactIds: (string | null)[]) => sql<
+    DealRow[]
+  >`
+    select k.workspace_id, k.id, d.contact_id, d.created_at, t.first_at, t.last_at,
+      (select max(at) from activities a
+       where a.workspace_id = k.workspace_id and a.opportunity_id = k.id) as last_activity
+    from unnest(${workspaceIds}::text[], ${ids}::text[], ${contactIds}::text[]) as k(workspace_id, id, contact_id)
+    left join deals d on d.workspace_id = k.workspace_id and d.id = k.id
+    left join contact_touches t on t.workspace_id = k.workspace_id
+      and t.contact_id = coalesce(d.contact_id, k.contact_id)`;
+  const dealRow = coalescedReads<DealRow>({
+    one: async (workspaceId, id) => (await dealStatement([workspaceId], [id], [null]))[0],
+    many: (workspaceIds, ids) =>
+      dealStatement(
+        workspaceIds,
+        ids,
+        ids.map(() => null),
+      ),
+  });
 
   /**
    * The contact's touches at or after `since` (a deal's creation, API.md §6), from the contact's summary
@@ -50,22 +104,9 @@ export function summaryStore(sql: Sql) {
       opportunityId: string,
       given?: { contactId: string; createdAt: Date },
     ): Promise<{ known: boolean; touches?: Touches; lastActivity: Date | null }> {
-      const [r] = await sql<
-        {
-          contactId: string | null;
-          createdAt: Date | null;
-          firstAt: Date | null;
-          lastAt: Date | null;
-          lastActivity: Date | null;
-        }[]
-      >`
-        select d.contact_id, d.created_at, t.first_at, t.last_at,
-          (select max(at) from activities a
-           where a.workspace_id = ${workspaceId} and a.opportunity_id = ${opportunityId}) as last_activity
-        from (values (1)) as one
-        left join deals d on d.workspace_id = ${workspaceId} and d.id = ${opportunityId}
-        left join contact_touches t on t.workspace_id = ${workspaceId}
-          and t.contact_id = coalesce(d.contact_id, ${given?.contactId ?? null}::text)`;
+      const r = given
+        ? (await dealStatement([workspaceId], [opportunityId], [given.contactId]))[0]
+        : await dealRow(workspaceId, opportunityId);
       const known = r!.contactId !== null;
       const deal = known ? { contactId: r!.contactId!, createdAt: r!.createdAt! } : given;
       const all: Touches = r!.firstAt ? { first: r!.firstAt, last: r!.lastAt } : none;
