@@ -37,6 +37,7 @@ export function renderResults({ results, machine, opts, fill }) {
         "**ratio**",
         "gateway p50 / p99",
         "bare p50 / p99",
+        "RPC calls per stream",
         "non-2xx",
       ],
       paired.map((p) => [
@@ -47,6 +48,7 @@ export function renderResults({ results, machine, opts, fill }) {
         `**${ratio(p.gateway.rps, p.bare.rps)}**`,
         `${ms(p.gateway.p50)} / ${ms(p.gateway.p99)}`,
         `${ms(p.bare.p50)} / ${ms(p.bare.p99)}`,
+        p.gateway.callsPerStream?.toFixed(1) ?? "",
         p.gateway.errors + p.bare.errors,
       ]),
     ),

@@ -198,8 +198,27 @@ try {
     idempotent: s.idempotent,
     key,
   });
-  const run = async (s, through, load) =>
-    measure({ ...target(s, through), seconds: opts.seconds, groups: await groupsNow(), ...load });
+  /** The gateway's RPC calls and the HTTP/2 streams that carried them, from its /metrics. */
+  const rpcCounts = async () => {
+    const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
+    const count = (name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+    return { calls: count("funil_rpc_client_calls_total"), streams: count("funil_rpc_client_streams_total") };
+  };
+  const run = async (s, through, load) => {
+    const before = through === "gateway" ? await rpcCounts() : undefined;
+    const m = await measure({
+      ...target(s, through),
+      seconds: opts.seconds,
+      groups: await groupsNow(),
+      ...load,
+    });
+    if (before) {
+      const after = await rpcCounts();
+      // How many calls the batching put in one stream on average (1 = none batched).
+      m.callsPerStream = (after.calls - before.calls) / Math.max(1, after.streams - before.streams);
+    }
+    return m;
+  };
 
   const results = { paired: [], openLoop: [], alone: [] };
   const total =
@@ -293,6 +312,7 @@ function median(measurements) {
     p50: pick((m) => m.p50),
     p99: pick((m) => m.p99),
     errors: measurements.reduce((n, m) => n + m.errors, 0),
+    callsPerStream: measurements[0].callsPerStream === undefined ? undefined : pick((m) => m.callsPerStream),
     cpuUs: Object.fromEntries(groups.map((g) => [g, pick((m) => m.cpuUs[g])])),
     rssMb: Object.fromEntries(groups.map((g) => [g, Math.max(...measurements.map((m) => m.rssMb[g] ?? 0))])),
   };
