@@ -350,7 +350,10 @@ async function redisServerPid(url) {
 
 /** Starts bare.mjs as its own process; resolves once it prints the port it listens on. */
 function startBare(extraEnv) {
-  const child = spawn(process.execPath, [...opts.nodeArgs, new URL("./bare.mjs", import.meta.url).pathname], {
+  // The same heap budget as every process of the stack (scripts/stack.mjs).
+  const heap = `--max-old-space-size=${env.NODE_MAX_OLD_SPACE_MB || 96}`;
+  const bareMain = new URL("./bare.mjs", import.meta.url).pathname;
+  const child = spawn(process.execPath, [heap, ...opts.nodeArgs, bareMain], {
     env: { ...process.env, ...extraEnv },
     stdio: ["ignore", "pipe", "inherit"],
   });

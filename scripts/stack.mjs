@@ -18,6 +18,11 @@ const COLORS = [36, 33, 35, 32, 34, 31, 96];
 const TAIL_LINES = 30;
 const RESTART_BACKOFF_MS = [250, 500, 1000, 2000, 5000, 10_000];
 const RESTART_RESET_MS = 30_000;
+/**
+ * Each process's old-space budget (NODE_MAX_OLD_SPACE_MB): V8 otherwise lets the heap grow to ~200 MB of
+ * RSS under load before it collects (bench/RESULTS.md); with 96 MB every process stays under 150 MB.
+ */
+const heapFlag = (env) => `--max-old-space-size=${env.NODE_MAX_OLD_SPACE_MB || 96}`;
 
 /**
  * opts: { env = process.env, port = env.PORT ?? 8080 (0: a free one), adminToken = env.ADMIN_TOKEN ?? random,
@@ -94,7 +99,13 @@ export async function startStack(opts = {}) {
 
   const failures = new Map();
   const launch = (name) => {
-    const child = startChild(name, [...(opts.nodeArgs?.(name) ?? []), mainOf(name)], root, env, output);
+    const child = startChild(
+      name,
+      [heapFlag(env), ...(opts.nodeArgs?.(name) ?? []), mainOf(name)],
+      root,
+      env,
+      output,
+    );
     const startedAt = Date.now();
     const previous = children.findIndex((c) => c.name === name);
     if (previous >= 0) children.splice(previous, 1, child);
