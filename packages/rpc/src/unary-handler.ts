@@ -23,6 +23,7 @@ import {
 } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { BatchService } from "@funil/contracts";
+import { type BatchCallWire, decodeBatchRequest, encodeBatchResponse } from "./batch-codec.js";
 import { headerObject, toHeaders } from "./headers.js";
 
 type Impl = (req: unknown, ctx: HandlerContext) => unknown;
@@ -107,7 +108,11 @@ export function unaryFastPath(interceptors: Interceptor[]) {
     req.on("end", () => {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
       const url = `http://${h[":authority"] ?? "localhost"}${h[":path"]}`;
-      respond(route, h, url, body, parseTimeout(h["connect-timeout-ms"])).then((answer) => {
+      const answering =
+        h[":path"] === BATCH_PATH
+          ? respondToBatch(h, body)
+          : respond(route, h, url, body, parseTimeout(h["connect-timeout-ms"]));
+      answering.then((answer) => {
         if (res.stream.destroyed || res.headersSent) return;
         res.writeHead(answer.status, answer.headers);
         res.end(answer.body);
@@ -164,38 +169,56 @@ export function unaryFastPath(interceptors: Interceptor[]) {
         body: toBinary(route.method.output, response.message),
       };
     } catch (err) {
-      const error = ConnectError.from(err);
-      return {
-        status: codeToHttpStatus(error.code),
-        headers: { ...headerObject(error.metadata), "content-type": "application/json" },
-        body: errorToJsonBytes(error, {}),
-      };
+      return errorAnswer(err);
     } finally {
       clearTimeout(timer);
     }
   }
 
   /**
-   * The BatchService (proto/funil/rpc/v1/batch.proto): each call of a batch answered by respond(), as if
-   * it had come alone, all at once; the batch answers when the last of them has.
+   * The calls of a batch (proto/funil/rpc/v1/batch.proto), each answered by respond() as if it had come
+   * alone, all at once; the batch answers when the last of them has.
    */
+  function answerAll(calls: BatchCallWire[], url: (path: string) => string): Promise<Answer[]> {
+    if (calls.length > MAX_BATCH)
+      throw new ConnectError(`a batch holds at most ${MAX_BATCH} calls`, Code.InvalidArgument);
+    return Promise.all(
+      calls.map((c) => {
+        const route = c.path === BATCH_PATH ? undefined : routes.get(c.path);
+        if (!route) return unimplemented(c.path);
+        return respond(route, c.headers, url(c.path), c.input, c.timeoutMs || undefined);
+      }),
+    );
+  }
+
+  /** The BatchService for every other client (gRPC, Connect JSON), through connect-node. */
   const batch: ServiceImpl<typeof BatchService> = {
     async call(req, ctx) {
-      if (req.calls.length > MAX_BATCH)
-        throw new ConnectError(`a batch holds at most ${MAX_BATCH} calls`, Code.InvalidArgument);
-      const results = await Promise.all(
-        req.calls.map((c) => {
-          const route = c.path === BATCH_PATH ? undefined : routes.get(c.path);
-          if (!route) return unimplemented(c.path);
-          const url = ctx.url.replace(BATCH_PATH, c.path);
-          return respond(route, c.headers, url, c.input, c.timeoutMs || undefined);
-        }),
-      );
-      return {
-        results: results.map((r) => ({ status: r.status, headers: r.headers, body: r.body })),
-      };
+      const results = await answerAll(req.calls, (path) => ctx.url.replace(BATCH_PATH, path));
+      return { results };
     },
   };
+
+  /** The services' own clients' batches: the envelope read and written by hand (batch-codec.ts). */
+  async function respondToBatch(headers: http2.IncomingHttpHeaders, body: Uint8Array): Promise<Answer> {
+    try {
+      let calls: BatchCallWire[];
+      try {
+        calls = decodeBatchRequest(body);
+      } catch (err) {
+        throw new ConnectError("the batch does not parse", Code.InvalidArgument, undefined, undefined, err);
+      }
+      const origin = `http://${headers[":authority"] ?? "localhost"}`;
+      const results = await answerAll(calls, (path) => origin + path);
+      return {
+        status: 200,
+        headers: { "content-type": "application/proto" },
+        body: encodeBatchResponse(results),
+      };
+    } catch (err) {
+      return errorAnswer(err);
+    }
+  }
 
   return { record, handle, batch };
 }
@@ -289,15 +312,19 @@ function context(
   };
 }
 
-/** The answer to a path that names no method of this service (or a batch inside a batch). */
-function unimplemented(path: string): Answer {
-  const error = new ConnectError(`${path} is not implemented`, Code.Unimplemented);
+/** What the Connect protocol answers for an error: its status, its metadata as headers, its JSON body. */
+function errorAnswer(err: unknown): Answer {
+  const error = ConnectError.from(err);
   return {
     status: codeToHttpStatus(error.code),
-    headers: { "content-type": "application/json" },
+    headers: { ...headerObject(error.metadata), "content-type": "application/json" },
     body: errorToJsonBytes(error, {}),
   };
 }
+
+/** The answer to a path that names no method of this service (or a batch inside a batch). */
+const unimplemented = (path: string) =>
+  errorAnswer(new ConnectError(`${path} is not implemented`, Code.Unimplemented));
 
 function parseTimeout(value: string | string[] | undefined): number | undefined {
   if (typeof value !== "string" || !/^\d{1,10}$/.test(value)) return undefined;

@@ -20,7 +20,7 @@ import {
 } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { BatchRequestSchema, BatchResponseSchema } from "@funil/contracts";
+import { decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
 import { headerObject, toHeaders } from "./headers.js";
 import { BATCH_PATH } from "./unary-handler.js";
 
@@ -157,19 +157,32 @@ function coalescing(session: () => http2.ClientHttp2Session): Exchange {
   const sendBatch = (calls: Pending[]) => {
     const live = calls.filter((p) => p.start());
     if (live.length === 0) return;
-    const request = create(BatchRequestSchema, {
-      calls: live.map((p) => ({
+    const request = encodeBatchRequest(
+      live.map((p) => ({
         path: p.path,
         input: p.body,
         timeoutMs: p.timeoutMs,
         headers: p.extra ? headerObject(p.extra) : {},
       })),
-    });
+    );
     const deadline = Math.max(...live.map((p) => p.timeoutMs));
-    call(session(), BATCH_PATH, toBinary(BatchRequestSchema, request), deadline, NEVER, undefined).then(
+    call(session(), BATCH_PATH, request, deadline, NEVER, undefined).then(
       (answer) => {
         if (answer.status === 200) {
-          const { results } = fromBinary(BatchResponseSchema, answer.body);
+          let results: ReturnType<typeof decodeBatchResponse>;
+          try {
+            results = decodeBatchResponse(answer.body);
+          } catch (err) {
+            const error = new ConnectError(
+              "the batch's answer does not parse",
+              Code.Internal,
+              undefined,
+              undefined,
+              err,
+            );
+            for (const p of live) p.reject(error);
+            return;
+          }
           live.forEach((p, i) => {
             const r = results[i];
             if (r) p.resolve({ status: r.status, headers: r.headers, body: r.body });

@@ -1,0 +1,70 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { BatchRequestSchema, BatchResponseSchema } from "@funil/contracts";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  decodeBatchRequest,
+  decodeBatchResponse,
+  encodeBatchRequest,
+  encodeBatchResponse,
+} from "./batch-codec.js";
+
+/** The hand-written envelope must be the generated schema's, byte for meaning, both ways. */
+const bytes = fc.uint8Array({ maxLength: 64 });
+const headers = fc.dictionary(fc.string({ maxLength: 12 }), fc.string({ maxLength: 24 }), { maxKeys: 3 });
+const call = fc.record({
+  path: fc.string({ maxLength: 60 }),
+  input: bytes,
+  timeoutMs: fc.nat({ max: 0xffffffff }),
+  headers,
+});
+const result = fc.record({ status: fc.nat({ max: 599 }), body: bytes, headers });
+/** Bytes as plain arrays (a Buffer and a Uint8Array of the same bytes are the same envelope). */
+const plain = (value: unknown): unknown =>
+  ArrayBuffer.isView(value)
+    ? Array.from(value as Uint8Array)
+    : Array.isArray(value)
+      ? value.map(plain)
+      : value && typeof value === "object"
+        ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]))
+        : value;
+
+describe("batch envelope codec (issue 7: the envelope without reflection)", () => {
+  it("encodeBatchRequest reads back through the generated BatchRequest, and decodeBatchRequest reads what it writes", () => {
+    fc.assert(
+      fc.property(fc.array(call, { maxLength: 8 }), (calls) => {
+        const generated = fromBinary(BatchRequestSchema, encodeBatchRequest(calls));
+        expect(
+          plain(
+            generated.calls.map(({ path, input, timeoutMs, headers }) => ({
+              path,
+              input,
+              timeoutMs,
+              headers,
+            })),
+          ),
+        ).toEqual(plain(calls));
+        const again = toBinary(BatchRequestSchema, create(BatchRequestSchema, { calls }));
+        expect(plain(decodeBatchRequest(again))).toEqual(plain(calls));
+      }),
+    );
+  });
+
+  it("encodeBatchResponse reads back through the generated BatchResponse, and decodeBatchResponse reads what it writes", () => {
+    fc.assert(
+      fc.property(fc.array(result, { maxLength: 8 }), (results) => {
+        const generated = fromBinary(BatchResponseSchema, encodeBatchResponse(results));
+        expect(
+          plain(generated.results.map(({ status, body, headers }) => ({ status, body, headers }))),
+        ).toEqual(plain(results));
+        const again = toBinary(BatchResponseSchema, create(BatchResponseSchema, { results }));
+        expect(plain(decodeBatchResponse(again))).toEqual(plain(results));
+      }),
+    );
+  });
+
+  it("bytes that are not an envelope are refused, not read as one", () => {
+    expect(() => decodeBatchRequest(new Uint8Array([0x0a, 0x20, 1, 2]))).toThrow();
+    expect(() => decodeBatchResponse(new Uint8Array([0x0a]))).toThrow();
+  });
+});
