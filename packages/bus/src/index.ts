@@ -251,10 +251,15 @@ export async function consumeBatches(
         current = messages;
         const inFlight = new Set<Promise<void>>();
         let waiting: JsMsg[] = [];
-        let scheduled: NodeJS.Immediate | undefined;
+        let scheduled = false;
+        const schedule = () => {
+          if (scheduled) return;
+          scheduled = true;
+          setImmediate(flush);
+        };
         /** Starts a batch of what is waiting, unless `concurrency` are running (a finishing one calls again). */
         const flush = () => {
-          scheduled = undefined;
+          scheduled = false;
           if (waiting.length === 0 || inFlight.size >= concurrency) return;
           const msgs = waiting.splice(0, size);
           const done: Promise<void> = handle(msgs)
@@ -264,7 +269,7 @@ export async function consumeBatches(
             })
             .finally(() => {
               inFlight.delete(done);
-              if (waiting.length > 0) scheduled ??= setImmediate(flush);
+              if (waiting.length > 0) schedule();
             });
           inFlight.add(done);
         };
@@ -275,7 +280,7 @@ export async function consumeBatches(
           if (waiting.length >= size) {
             while (inFlight.size >= concurrency) await Promise.race(inFlight);
             flush();
-          } else scheduled ??= setImmediate(flush);
+          } else schedule();
         }
         while (waiting.length > 0) {
           while (inFlight.size >= concurrency) await Promise.race(inFlight);

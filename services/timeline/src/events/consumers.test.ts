@@ -130,9 +130,9 @@ describe("ingest consumers (issue 10 §1)", () => {
     const consumers = await startConsumers({ nc, names, log: pino({ level: "silent" }) }, timelineDeps(sql));
     try {
       await expect.poll(async () => (await consumers[0]!.stats()).pending, { timeout: 20_000 }).toBe(0);
-      const [{ n, distinct }] = await sql<{ n: number; distinct: number }[]>`
+      const [counts] = await sql<{ n: number; distinct: number }[]>`
         select count(*)::int as n, count(distinct id)::int as distinct from interactions where workspace_id = ${ws}`;
-      expect({ n, distinct }).toEqual({ n: 500, distinct: 500 });
+      expect(counts).toEqual({ n: 500, distinct: 500 });
       // Human touches (the odd rows) per contact: least and greatest of what arrived, in any order.
       const touches = await sql`
         select contact_id, first_at, last_at from contact_touches where workspace_id = ${ws} order by contact_id`;

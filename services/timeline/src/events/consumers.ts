@@ -5,8 +5,8 @@ import { ledgerItemOf } from "../activity.js";
 import {
   type Assignment,
   type IngestItem,
-  ingestItemOf,
   type InteractionRecord,
+  ingestItemOf,
   noteInteractionOf,
 } from "../ingest.js";
 import type { InteractionStore } from "../store/interactions.js";
