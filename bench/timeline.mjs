@@ -300,7 +300,10 @@ async function reads(ws, key, contact, deal) {
       throw new Error(
         `${s.name}: the bare baseline answers differently\ngateway: ${JSON.stringify(viaGateway).slice(0, 600)}\nbare:    ${JSON.stringify(viaBare).slice(0, 600)}`,
       );
-    // The backends both sides have opened by now (pools open connections as they need them).
+    // A second of warm-up on each side, so that both pools have opened their connections: the
+    // backends counted are the ones open now.
+    for (const url of [base, bare.url])
+      await measure({ url: `${url}${s.path}`, key, connections: CONNECTIONS, seconds: 1, groups: {} });
     timelinePg = await backends([`funil_${ENV}_timeline`, `funil_${ENV}_gateway`]);
     barePg = await backends(["bench_timeline_bare"]);
     const runs = { gateway: [], bare: [] };
