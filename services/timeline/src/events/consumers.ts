@@ -82,17 +82,20 @@ export async function startConsumers(
       // The database refused the batch: each message alone, so that one it can never store (or an
       // outage) brings back only what failed, a second later.
       onError(err);
+      let failure: unknown;
       await Promise.all(
         batch.map((one) =>
           write([one]).then(
             () => one.msg.ack(),
             (e) => {
-              onError(e);
+              failure = e;
               one.msg.nak(1000);
             },
           ),
         ),
       );
+      // One line for what failed alone (an outage fails them all), not one per message.
+      if (failure) onError(failure);
       return;
     }
     for (const { msg } of batch) msg.ack();
