@@ -1,30 +1,40 @@
-// Timeline benchmark (`npm run bench:timeline`, issue 10 §7): its own stack (FUNIL_ENV=bench_timeline),
-// BENCH_INTERACTIONS interactions of one workspace loaded in bulk with COPY (default 500 000; the issue's
-// full size is BENCH_INTERACTIONS=5000000), then GET /interactions by contactId, by userId + channel, page 1
-// against a page 10 000 deep, and the two composed single reads, each against a baseline measured in the
-// same run (GET /members: the cheapest route through gateway → service → database). Then the ingest
-// throughput of one timeline process draining a backlog of BENCH_INGEST messages (default 100 000; the
-// issue's is 1 000 000). Prints progress; appends the results to bench/RESULTS-timeline.md.
+// Timeline benchmark (`npm run bench:timeline`, issue 10 §7): its own stack (FUNIL_ENV=BENCH_ENV, default
+// bench_timeline), BENCH_INTERACTIONS interactions of one workspace loaded in bulk with COPY (default
+// 500 000; the issue's full size is BENCH_INTERACTIONS=5000000), the plans of the list queries (EXPLAIN
+// ANALYZE of the timeline's own SQL), then GET /interactions by contactId, by userId + channel, page 1 and a
+// page 10 000 deep, each through the gateway and through the bare baseline (bench/timeline-bare.mjs: the
+// same SQL, driver and JSON in one Fastify process, checked to answer the same body first), alternating run
+// by run, medians of BENCH_RUNS runs; the composed single reads through the gateway. Then the ingest
+// throughput of one timeline process draining a backlog of BENCH_INGEST inbox messages (default 100 000;
+// the issue's is 1 000 000). BENCH_ONLY=reads|ingest runs one half; BENCH_PROFILE=<dir> runs the timeline
+// under node --cpu-prof writing there. Prints progress; appends the results to bench/RESULTS-timeline.md.
+import { spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { isDeepStrictEqual } from "node:util";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import autocannon from "autocannon";
 import postgres from "postgres";
 import { encodeCursor } from "../packages/rpc/dist/cursor.js";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
+import { interactionStore } from "../services/timeline/dist/store/interactions.js";
+import { measure } from "./load.mjs";
 import { cpuSeconds, rssMb } from "./procstat.mjs";
 
 const ROWS = Number(process.env.BENCH_INTERACTIONS ?? 500_000);
 const BACKLOG = Number(process.env.BENCH_INGEST ?? 100_000);
-const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const ONLY = process.env.BENCH_ONLY;
+const PROFILE = process.env.BENCH_PROFILE;
 const CONTACTS = Math.max(1, Math.floor(ROWS / 100));
 const USERS = 50;
 const CHANNELS = ["whatsapp", "instagram", "facebook", "phone", "call", "email", "note"];
-const ENV = "bench_timeline";
+const ENV = process.env.BENCH_ENV ?? "bench_timeline";
 const log = (msg) => process.stderr.write(`[bench:timeline] ${msg}\n`);
 
 const env = { ...process.env, FUNIL_ENV: ENV, LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000" };
@@ -32,25 +42,26 @@ for (const name of Object.keys(env))
   if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
 delete env.PORT;
 const serverUrl = env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const dbUrl = (name) => Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString();
 await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
-{
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  for (const {
-    datname,
-  } of await admin`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
-    await admin.unsafe(`drop database if exists "${datname}" with (force)`);
-  await admin.end();
-}
+const server = postgres(serverUrl, { max: 2, onnotice: () => {} });
+for (const {
+  datname,
+} of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
+  await server.unsafe(`drop database if exists "${datname}" with (force)`);
 const nc = await connect({ servers: env.NATS_URL ?? "nats://127.0.0.1:4222" });
 const jsm = await jetstreamManager(nc);
 for (const s of ["INGEST", "EVENTS"]) await jsm.streams.delete(`${ENV.toUpperCase()}_${s}`).catch(() => {});
 
-const stack = await startStack({ env, port: 0, stdio: "ignore" });
-const base = stack.gatewayUrl;
-const db = postgres(`${serverUrl.replace(/\/[^/]*$/, "")}/funil_${ENV}_timeline`, {
-  max: 2,
-  onnotice: () => {},
+const stack = await startStack({
+  env,
+  port: 0,
+  stdio: "ignore",
+  nodeArgs: (name) => (PROFILE && name === "timeline" ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}`] : []),
 });
+const base = stack.gatewayUrl;
+const db = postgres(dbUrl(`funil_${ENV}_timeline`), { max: 2, onnotice: () => {} });
+let bare;
 
 async function call(method, path, body, key) {
   const res = await fetch(`${base}${path}`, {
@@ -67,7 +78,76 @@ async function call(method, path, body, key) {
 
 /** CPU time (µs) and resident memory (MiB) of a process, from /proc (bench/procstat.mjs). */
 const usage = (pid) => ({ cpuUs: (cpuSeconds(pid) ?? 0) * 1e6, rssMiB: rssMb(pid) ?? 0 });
-const PROCESSES = ["gateway", "crm", "timeline"];
+/** PostgreSQL backends of the given application names. */
+const backends = async (apps) =>
+  (await server`select pid from pg_stat_activity where application_name = any(${apps})`).map((r) => r.pid);
+
+/** Starts the bare baseline as its own process; resolves to { pid, url, stop } once it listens. */
+async function startBare() {
+  const child = spawn(process.execPath, [new URL("./timeline-bare.mjs", import.meta.url).pathname], {
+    env: {
+      ...process.env,
+      BARE_TIMELINE_DB: dbUrl(`funil_${ENV}_timeline`),
+      BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const [port] = await Promise.race([
+    createInterface({ input: child.stdout })
+      [Symbol.asyncIterator]()
+      .next()
+      .then((r) => [r.value]),
+    new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`bare exited: ${code}`)))),
+  ]);
+  return { pid: child.pid, url: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") };
+}
+
+/** The median of each number of several measurements; RSS is the highest seen instead. */
+function median(measurements) {
+  const mid = (values) => values.sort((x, y) => x - y)[Math.floor(values.length / 2)];
+  const pick = (f) => mid(measurements.map(f));
+  const groups = Object.keys(measurements[0].cpuUs);
+  return {
+    rps: pick((m) => m.rps),
+    p50: pick((m) => m.p50),
+    p99: pick((m) => m.p99),
+    errors: measurements.reduce((n, m) => n + m.errors, 0),
+    cpuUs: Object.fromEntries(groups.map((g) => [g, pick((m) => m.cpuUs[g])])),
+    rssMb: Object.fromEntries(groups.map((g) => [g, Math.max(...measurements.map((m) => m.rssMb[g] ?? 0))])),
+  };
+}
+
+/**
+ * The plan of the timeline's own list query (the SQL its store sends, captured through the driver's
+ * debug hook) for the given filters and position, run with EXPLAIN ANALYZE.
+ */
+async function planOf(workspaceId, filters, limit, after) {
+  let captured;
+  const probe = postgres(dbUrl(`funil_${ENV}_timeline`), {
+    max: 1,
+    onnotice: () => {},
+    debug: (_conn, query, params) => {
+      captured = { query, params };
+    },
+  });
+  try {
+    await interactionStore(probe).list(workspaceId, filters, limit, after);
+    const rows = await probe.unsafe(`explain (analyze, buffers) ${captured.query}`, captured.params);
+    return rows.map((r) => r["QUERY PLAN"]);
+  } finally {
+    await probe.end();
+  }
+}
+
+const ms = (v) => (v < 10 ? v.toFixed(2) : v.toFixed(1));
+const cpuList = (cpuUs) =>
+  Object.entries(cpuUs)
+    .map(([p, us]) => `${p} ${Math.round(us)}`)
+    .join(", ");
+const rssList = (rss) =>
+  Object.entries(rss)
+    .map(([p, mb]) => `${p} ${Math.round(mb)}`)
+    .join(", ");
 
 try {
   const ws = await call("POST", "/admin/v1/workspaces", { name: "bench timeline" });
@@ -97,7 +177,7 @@ try {
   // The load: ROWS interactions over CONTACTS contacts (the first is the real one) and USERS users,
   // one a minute back from now, through COPY.
   log(`loading ${ROWS} interactions by COPY…`);
-  let started = Date.now();
+  const started = Date.now();
   const contactOf = (i) => (i % CONTACTS === 0 ? contact.id : `ct_bench_${i % CONTACTS}`);
   const t0 = Date.now() - ROWS * 60_000;
   function* lines() {
@@ -128,6 +208,29 @@ try {
   const loadSeconds = (Date.now() - started) / 1000;
   log(`loaded in ${loadSeconds.toFixed(1)} s`);
 
+  const out = [
+    `## ${new Date().toISOString()}`,
+    "",
+    `${ROWS} interactions in one workspace (${CONTACTS} contacts, ${USERS} users) loaded by COPY in ${loadSeconds.toFixed(1)} s, then VACUUM ANALYZE (autovacuum ${(await db`select current_setting('autovacuum') as a`)[0].a}). Gateway + crm + timeline + the bare baseline + PostgreSQL + Redis + NATS + autocannon on one ${process.platform} machine, load average ${(await import("node:os")).loadavg()[0].toFixed(1)} at the start.`,
+    "",
+  ];
+
+  if (ONLY !== "ingest") out.push(...(await reads(ws, key, contact, deal)));
+  if (ONLY !== "reads") out.push(...(await ingest(ws)));
+
+  const table = out.join("\n");
+  appendFileSync(new URL("./RESULTS-timeline.md", import.meta.url), `${table}\n`);
+  process.stdout.write(`${table}\n`);
+} finally {
+  bare?.stop();
+  await db.end();
+  await server.end();
+  await nc.close();
+  await stack.stop();
+}
+
+/** GET /interactions through the gateway and through the bare baseline, and the composed reads. */
+async function reads(ws, key, contact, deal) {
   // A cursor 10 000 pages deep (limit 20), built from the row there as the service would have issued it.
   const LIMIT = 20;
   const depth = Math.min(10_000 * LIMIT, ROWS - LIMIT);
@@ -135,121 +238,221 @@ try {
     select created_at, id from interactions where workspace_id = ${ws.id}
     order by created_at desc, id desc offset ${depth - 1} limit 1`;
   const deep = encodeCursor("interactions", { workspaceId: ws.id }, [at.created_at.toISOString(), at.id]);
-
   const scenarios = [
-    ["baseline: GET /members", "/api/v1/members"],
-    [`GET /interactions (page 1, limit ${LIMIT})`, `/api/v1/interactions?limit=${LIMIT}`],
-    [
-      `GET /interactions (page ${depth / LIMIT + 1}, limit ${LIMIT})`,
-      `/api/v1/interactions?limit=${LIMIT}&cursor=${deep}`,
-    ],
-    ["GET /interactions?contactId=…", `/api/v1/interactions?contactId=${contact.id}`],
-    [
-      "GET /interactions?userId=…&channel=whatsapp,call",
-      "/api/v1/interactions?userId=u8&channel=whatsapp,call",
-    ],
+    {
+      name: `page 1, limit ${LIMIT}`,
+      path: `/api/v1/interactions?limit=${LIMIT}`,
+      filters: {},
+      limit: LIMIT,
+    },
+    {
+      name: `page ${depth / LIMIT + 1}, limit ${LIMIT} (keyset)`,
+      path: `/api/v1/interactions?limit=${LIMIT}&cursor=${deep}`,
+      filters: {},
+      limit: LIMIT,
+      after: [at.created_at, at.id],
+    },
+    {
+      name: "contactId=… (default limit 100)",
+      path: `/api/v1/interactions?contactId=${contact.id}`,
+      filters: { contactId: contact.id },
+      limit: 100,
+    },
+    {
+      name: "userId=…&channel=whatsapp,call (limit 100)",
+      path: "/api/v1/interactions?userId=u8&channel=whatsapp,call",
+      filters: { userId: "u8", channels: ["whatsapp", "call"] },
+      limit: 100,
+    },
+  ];
+
+  const out = [];
+  log("plans of the list queries…");
+  out.push(
+    "Plans of the timeline's list queries (its own SQL, EXPLAIN (ANALYZE, BUFFERS), limit + 1 rows):",
+    "",
+  );
+  for (const s of scenarios) {
+    const plan = await planOf(ws.id, s.filters, s.limit + 1, s.after);
+    out.push(`- ${s.name}:`, "", "```", ...plan, "```", "");
+  }
+
+  bare = await startBare();
+  let timelinePg = [];
+  let barePg = [];
+  const groups = {
+    gateway: () => [stack.pid("gateway")],
+    timeline: () => [stack.pid("timeline")],
+    postgres: () => timelinePg,
+    bare: () => [bare.pid],
+    "bare postgres": () => barePg,
+  };
+  const get = async (url) => {
+    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+    return { status: res.status, body: await res.json() };
+  };
+  const rows = [];
+  for (const s of scenarios) {
+    const [viaGateway, viaBare] = [await get(`${base}${s.path}`), await get(`${bare.url}${s.path}`)];
+    if (viaGateway.status !== 200 || viaGateway.body.data.length === 0)
+      throw new Error(`${s.name}: ${viaGateway.status} with ${viaGateway.body.data?.length} rows`);
+    if (!isDeepStrictEqual(viaGateway, viaBare))
+      throw new Error(
+        `${s.name}: the bare baseline answers differently\ngateway: ${JSON.stringify(viaGateway).slice(0, 600)}\nbare:    ${JSON.stringify(viaBare).slice(0, 600)}`,
+      );
+    // A second of warm-up on each side, so that both pools have opened their connections: the
+    // backends counted are the ones open now.
+    for (const url of [base, bare.url])
+      await measure({ url: `${url}${s.path}`, key, connections: CONNECTIONS, seconds: 1, groups: {} });
+    timelinePg = await backends([`funil_${ENV}_timeline`, `funil_${ENV}_gateway`]);
+    barePg = await backends(["bench_timeline_bare"]);
+    const runs = { gateway: [], bare: [] };
+    for (let r = 0; r < RUNS; r++)
+      for (const side of ["gateway", "bare"]) {
+        const m = await measure({
+          url: `${side === "gateway" ? base : bare.url}${s.path}`,
+          key,
+          connections: CONNECTIONS,
+          seconds: SECONDS,
+          groups,
+        });
+        // Only the processes that served this side.
+        const mine = side === "gateway" ? ["gateway", "timeline", "postgres"] : ["bare", "bare postgres"];
+        for (const k of Object.keys(m.cpuUs))
+          if (!mine.includes(k)) {
+            delete m.cpuUs[k];
+            delete m.rssMb[k];
+          }
+        runs[side].push(m);
+      }
+    const g = median(runs.gateway);
+    const b = median(runs.bare);
+    rows.push({ name: s.name, g, b });
+    log(
+      `${s.name}: gateway p50 ${ms(g.p50)} ms (${Math.round(g.rps)}/s), bare p50 ${ms(b.p50)} ms (${Math.round(b.rps)}/s)`,
+    );
+  }
+
+  // The composed single reads (crm + timeline in parallel): through the gateway only; their bare
+  // baseline is bench/run.mjs' (issue 7).
+  const composed = [];
+  for (const [name, path] of [
     ["GET /contacts/{id} (crm + timeline)", `/api/v1/contacts/${contact.id}`],
     ["GET /opportunities/{id} (crm + timeline)", `/api/v1/opportunities/${deal.id}`],
-  ];
-  const rows = [];
-  for (const [name, path] of scenarios) {
-    await call("GET", path, undefined, key); // fails loudly on a non-2xx
-    const before = Object.fromEntries(PROCESSES.map((p) => [p, usage(stack.pid(p))]));
-    const r = await autocannon({
-      url: `${base}${path}`,
-      connections: CONNECTIONS,
-      duration: DURATION,
-      headers: { authorization: `Bearer ${key}` },
-    });
-    const cpu = PROCESSES.map((p) => {
-      const after = usage(stack.pid(p));
-      return `${p} ${Math.round((after.cpuUs - before[p].cpuUs) / r.requests.total)}`;
-    });
-    rows.push({
-      name,
-      rps: r.requests.average,
-      p50: r.latency.p50,
-      p99: r.latency.p99,
-      non2xx: r.non2xx,
-      cpu: cpu.join(", "),
-    });
-    log(`${name}: p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms`);
+  ]) {
+    const crmPg = await backends([`funil_${ENV}_crm`, `funil_${ENV}_timeline`, `funil_${ENV}_gateway`]);
+    const runs = [];
+    for (let r = 0; r < RUNS; r++)
+      runs.push(
+        await measure({
+          url: `${base}${path}`,
+          key,
+          connections: CONNECTIONS,
+          seconds: SECONDS,
+          groups: {
+            gateway: () => [stack.pid("gateway")],
+            crm: () => [stack.pid("crm")],
+            timeline: () => [stack.pid("timeline")],
+            postgres: () => crmPg,
+          },
+        }),
+      );
+    composed.push({ name, g: median(runs) });
+    log(`${name}: p50 ${ms(composed.at(-1).g.p50)} ms`);
   }
-  const baseline = rows[0];
 
-  // Ingest: the timeline stopped while a backlog is published, then the time it takes to drain it.
+  out.push(
+    `GET /interactions, ${CONNECTIONS} connections, median of ${RUNS} runs of ${SECONDS} s each, the gateway and the bare baseline (bench/timeline-bare.mjs) alternating run by run on the same data; ratio = gateway req/s ÷ bare req/s; p50 × = gateway p50 ÷ bare p50. CPU = µs per request per process (PostgreSQL: the backends of each side), RSS = the highest seen, MiB.`,
+    "",
+    "| GET /interactions | gateway req/s | bare req/s | ratio | gateway p50 / p99 ms | bare p50 / p99 ms | p50 × | errors | CPU µs/request: gateway side · bare side | RSS MiB |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+    ...rows.map(
+      ({ name, g, b }) =>
+        `| ${name} | ${Math.round(g.rps)} | ${Math.round(b.rps)} | ${(g.rps / b.rps).toFixed(2)} | ${ms(g.p50)} / ${ms(g.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${(g.p50 / b.p50).toFixed(1)} | ${g.errors + b.errors} | ${cpuList(g.cpuUs)} · ${cpuList(b.cpuUs)} | ${rssList({ ...g.rssMb, ...b.rssMb })} |`,
+    ),
+    "",
+    `Page ${rows[1].name.split(",")[0].slice(5)} against page 1 through the gateway: p50 ${(rows[1].g.p50 / rows[0].g.p50).toFixed(2)}×, p99 ${(rows[1].g.p99 / rows[0].g.p99).toFixed(2)}×.`,
+    "",
+    "| composed read (gateway only) | req/s | p50 / p99 ms | errors | CPU µs/request | RSS MiB |",
+    "|---|---|---|---|---|---|",
+    ...composed.map(
+      ({ name, g }) =>
+        `| ${name} | ${Math.round(g.rps)} | ${ms(g.p50)} / ${ms(g.p99)} | ${g.errors} | ${cpuList(g.cpuUs)} | ${rssList(g.rssMb)} |`,
+    ),
+    "",
+  );
+  return out;
+}
+
+/** The ingest throughput of one timeline process: stopped while a backlog is published, then drained. */
+async function ingest(ws) {
   log(`publishing a backlog of ${BACKLOG} messages…`);
   const timelinePid = stack.pid("timeline");
   process.kill(timelinePid, "SIGSTOP");
-  const js = jetstream(nc);
+  // Plain NATS publishes into the stream (a JetStream publish waits for its ack: a million of them
+  // took longer than the drain); the consumer's pending count then says whether all arrived.
   const subject = `${ENV}.ingest.inbox.message`;
-  for (let i = 0; i < BACKLOG; i += 1000) {
-    const batch = [];
-    for (let j = i; j < Math.min(BACKLOG, i + 1000); j++)
-      batch.push(
-        js.publish(
-          subject,
-          JSON.stringify({
-            workspaceId: ws.id,
-            rowId: `in${j}`,
-            channel: "whatsapp",
-            direction: j % 2 ? "inbound" : "outbound",
-            contactId: `ct_ingest_${j % 1000}`,
-            conversationId: `cv_${j % 1000}`,
-            conversationAssigneeUserId: `u${j % USERS}`,
-            channelInstanceId: "inst",
-            senderPhone: "+5511900000000",
-            sentAt: new Date(Date.now() - j * 1000).toISOString(),
-            senderUserId: j % 4 === 0 ? `u${j % USERS}` : undefined,
-            preview: `message ${j}`,
-          }),
-        ),
-      );
-    await Promise.all(batch);
+  let started = Date.now();
+  for (let j = 0; j < BACKLOG; j++) {
+    nc.publish(
+      subject,
+      JSON.stringify({
+        workspaceId: ws.id,
+        rowId: `in${j}`,
+        channel: "whatsapp",
+        direction: j % 2 ? "inbound" : "outbound",
+        contactId: `ct_ingest_${j % 1000}`,
+        conversationId: `cv_${j % 1000}`,
+        conversationAssigneeUserId: `u${j % USERS}`,
+        channelInstanceId: "inst",
+        senderPhone: "+5511900000000",
+        sentAt: new Date(Date.now() - j * 1000).toISOString(),
+        senderUserId: j % 4 === 0 ? `u${j % USERS}` : undefined,
+        preview: `message ${j}`,
+      }),
+    );
+    if (j % 2000 === 1999) await nc.flush();
+    if (j % 100_000 === 99_999) log(`published ${j + 1}`);
   }
-  const cpuBefore = usage(timelinePid);
-  started = Date.now();
-  process.kill(timelinePid, "SIGCONT");
+  await nc.flush();
   const pending = async () => {
     const info = await jsm.consumers.info(`${ENV.toUpperCase()}_INGEST`, "timeline-inbox");
     return info.num_pending + info.num_ack_pending;
   };
-  for (let last = Date.now(); (await pending()) > 0; ) {
+  for (let waited = 0; (await pending()) < BACKLOG; waited += 500) {
+    if (waited > 30_000) throw new Error(`only ${await pending()} of ${BACKLOG} messages reached the stream`);
     await new Promise((r) => setTimeout(r, 500));
-    if (Date.now() - last > 5000) {
+  }
+  log(`published in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const pg = await backends([`funil_${ENV}_timeline`]);
+  const pgCpu = () => pg.reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0) * 1e6;
+  const cpuBefore = usage(timelinePid);
+  const pgBefore = pgCpu();
+  started = Date.now();
+  process.kill(timelinePid, "SIGCONT");
+  let peakRss = 0;
+  for (let last = Date.now(); (await pending()) > 0; ) {
+    await new Promise((r) => setTimeout(r, 250));
+    peakRss = Math.max(peakRss, usage(timelinePid).rssMiB);
+    if (Date.now() - last > 10_000) {
       log(`ingest: ${await pending()} left`);
       last = Date.now();
     }
   }
   const ingestSeconds = (Date.now() - started) / 1000;
   const ingestCpu = usage(timelinePid);
+  // The backends the timeline opened while draining count from zero.
+  const pgUsed =
+    pgCpu() -
+    pgBefore +
+    (await backends([`funil_${ENV}_timeline`]))
+      .filter((p) => !pg.includes(p))
+      .reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0) * 1e6, 0);
   const [{ stored }] = await db`select count(*)::int as stored from interactions where id like 'msg:in%'`;
   const perSecond = Math.round(BACKLOG / ingestSeconds);
   log(`ingest: ${BACKLOG} in ${ingestSeconds.toFixed(1)} s (${perSecond}/s), ${stored} stored`);
-
-  const rss = PROCESSES.map((p) => `${p} ${usage(stack.pid(p)).rssMiB.toFixed(0)} MiB`).join(", ");
-  const [{ autovacuum }] = await db`select current_setting('autovacuum') as autovacuum`;
-  const table = [
-    `## ${new Date().toISOString()}`,
+  return [
+    `Ingest: one timeline process drained a backlog of ${BACKLOG} inbox messages (1 000 contacts, a quarter of them human touches, each with its conversation's assignee) in ${ingestSeconds.toFixed(1)} s: **${perSecond} messages/s**; CPU per message: timeline ${Math.round((ingestCpu.cpuUs - cpuBefore.cpuUs) / BACKLOG)} µs, PostgreSQL ${Math.round(pgUsed / BACKLOG)} µs; ${stored} stored; timeline RSS at most ${Math.round(peakRss)} MiB.`,
     "",
-    `${ROWS} interactions in one workspace (${CONTACTS} contacts, ${USERS} users) loaded by COPY in ${loadSeconds.toFixed(1)} s, then VACUUM ANALYZE (autovacuum ${autovacuum}).`,
-    `${CONNECTIONS} connections, ${DURATION} s per row, gateway + crm + timeline + PostgreSQL + Redis + NATS on one ${process.platform} machine. Ratio = p50 / the baseline's p50. CPU = µs per request per process.`,
-    "",
-    "| scenario | req/s | p50 ms | p99 ms | ratio | non-2xx | CPU µs/request |",
-    "|---|---|---|---|---|---|---|",
-    ...rows.map(
-      (r) =>
-        `| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${(r.p50 / baseline.p50).toFixed(2)} | ${r.non2xx} | ${r.cpu} |`,
-    ),
-    "",
-    `Ingest: one timeline process drained a backlog of ${BACKLOG} inbox messages in ${ingestSeconds.toFixed(1)} s: **${perSecond} messages/s**, ${Math.round((ingestCpu.cpuUs - cpuBefore.cpuUs) / BACKLOG)} µs CPU per message; ${stored} stored.`,
-    `RSS at the end: ${rss}.`,
-    "",
-  ].join("\n");
-  appendFileSync(new URL("./RESULTS-timeline.md", import.meta.url), `${table}\n`);
-  process.stdout.write(`${table}\n`);
-} finally {
-  await db.end();
-  await nc.close();
-  await stack.stop();
+  ];
 }

@@ -1,7 +1,7 @@
 import { naming } from "@funil/config";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectBus, consume, ensureStreams, publisher } from "./index.js";
+import { connectBus, consume, consumeBatches, ensureStreams, publisher } from "./index.js";
 
 const names = naming(`${process.env.FUNIL_TEST_ENV}_unit_bus`);
 let nc: Awaited<ReturnType<typeof connectBus>>;
@@ -113,5 +113,58 @@ describe("JetStream helpers (DESIGN: one place for streams and consumers)", () =
     expect(seen.size).toBe(20);
     expect(most).toBe(4);
     await (await jetstreamManager(nc)).consumers.delete(names.stream("EVENTS"), "unit-parallel");
+  });
+
+  it("batches: a backlog comes in batches of at most `batch`, a lone message at once; a failed batch comes back, its acked messages do not", async () => {
+    const publish = publisher(nc);
+    const run = Date.now();
+    const send = (i: number) =>
+      publish(names.subject("events.batch.item"), new TextEncoder().encode(String(i)), `b-${i}-${run}`);
+    // A backlog waiting before the consumer starts.
+    for (let i = 0; i < 50; i++) await send(i);
+    const sizes: number[] = [];
+    const seen: string[] = [];
+    let failOnce = true;
+    const worker = await consumeBatches(
+      nc,
+      {
+        stream: names.stream("EVENTS"),
+        durable: "unit-batches",
+        filterSubject: names.subject("events.batch.>"),
+        batch: 8,
+        concurrency: 2,
+      },
+      async (msgs) => {
+        sizes.push(msgs.length);
+        for (const m of msgs) {
+          // The first batch fails after acking its first message: only the rest come back.
+          if (failOnce && m !== msgs[0]) {
+            failOnce = false;
+            throw new Error("transient");
+          }
+          seen.push(m.string());
+          m.ack();
+        }
+      },
+      () => {},
+    );
+    try {
+      const deadline = Date.now() + 10_000;
+      while (new Set(seen).size < 50 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(new Set(seen).size).toBe(50);
+      expect(seen.length).toBe(50); // nothing handled twice: the acked message was not redelivered
+      expect(Math.max(...sizes)).toBe(8);
+      // One more message, alone: handled without waiting for a batch to fill.
+      const before = sizes.length;
+      await send(50);
+      while (!seen.includes("50") && Date.now() < deadline + 5000)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(seen).toContain("50");
+      expect(sizes.slice(before)).toEqual([1]);
+      await expect.poll(async () => (await worker.stats()).pending, { timeout: 5000 }).toBe(0);
+    } finally {
+      await worker.stop();
+      await (await jetstreamManager(nc)).consumers.delete(names.stream("EVENTS"), "unit-batches");
+    }
   });
 });

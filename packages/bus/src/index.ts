@@ -143,16 +143,8 @@ export interface ConsumerSpec {
   concurrency?: number;
 }
 
-/**
- * Durable pull consumer with explicit acks; copies of a service share it.
- * The loop restarts itself after an error and stops with the returned stop().
- */
-export async function consume(
-  nc: NatsConnection,
-  spec: ConsumerSpec,
-  handle: (msg: JsMsg) => Promise<void>,
-  onError: (err: unknown) => void,
-) {
+/** Creates the durable consumer, or updates it to the spec's definition. */
+async function ensureConsumer(nc: NatsConnection, spec: ConsumerSpec) {
   const jsm = await jetstreamManager(nc);
   const config = {
     durable_name: spec.durable,
@@ -169,6 +161,20 @@ export async function consume(
     if (!isNotFound(err)) throw err;
     await jsm.consumers.add(spec.stream, config);
   }
+  return jsm;
+}
+
+/**
+ * Durable pull consumer with explicit acks; copies of a service share it.
+ * The loop restarts itself after an error and stops with the returned stop().
+ */
+export async function consume(
+  nc: NatsConnection,
+  spec: ConsumerSpec,
+  handle: (msg: JsMsg) => Promise<void>,
+  onError: (err: unknown) => void,
+) {
+  const jsm = await ensureConsumer(nc, spec);
   const js = jetstream(nc);
   const concurrency = Math.max(1, spec.concurrency ?? 1);
   let stopped = false;
@@ -210,16 +216,109 @@ export async function consume(
       current?.stop();
       await loop;
     },
-    /** The consumer's counters; `pending` (not yet acknowledged) is undefined while NATS is away. */
-    stats: async (): Promise<ConsumerStats> => {
-      const info = await jsm.consumers.info(spec.stream, spec.durable).catch(() => undefined);
-      return {
-        name: spec.durable,
-        redeliveries,
-        lagMs,
-        pending: info ? info.num_pending + info.num_ack_pending : undefined,
-      };
+    stats: () => statsOf(jsm, spec, redeliveries, lagMs),
+  };
+}
+
+/**
+ * Like consume(), but hands the handler the messages that have arrived
+ * together, up to `batch` at once: a backlog is drained in batches of
+ * `batch`, a lone message is handled on the next turn of the event loop
+ * rather than waiting for company. `concurrency` batches run at once. The
+ * handler acks each message it is done with; when it throws, every message
+ * of the batch not yet acked is nak'ed for a retry a second later.
+ */
+export async function consumeBatches(
+  nc: NatsConnection,
+  spec: ConsumerSpec & { batch: number },
+  handle: (msgs: JsMsg[]) => Promise<void>,
+  onError: (err: unknown) => void,
+) {
+  const jsm = await ensureConsumer(nc, spec);
+  const js = jetstream(nc);
+  const concurrency = Math.max(1, spec.concurrency ?? 1);
+  const size = Math.max(1, spec.batch);
+  let stopped = false;
+  let current: { stop(): void } | undefined;
+  let redeliveries = 0;
+  let lagMs = 0;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const consumer = await js.consumers.get(spec.stream, spec.durable);
+        // Enough on the way for every batch in flight and the next one to be filling.
+        const messages = await consumer.consume({ max_messages: size * (concurrency + 1) });
+        current = messages;
+        const inFlight = new Set<Promise<void>>();
+        let waiting: JsMsg[] = [];
+        let scheduled = false;
+        const schedule = () => {
+          if (scheduled) return;
+          scheduled = true;
+          setImmediate(flush);
+        };
+        /** Starts a batch of what is waiting, unless `concurrency` are running (a finishing one calls again). */
+        const flush = () => {
+          scheduled = false;
+          if (waiting.length === 0 || inFlight.size >= concurrency) return;
+          const msgs = waiting.splice(0, size);
+          const done: Promise<void> = handle(msgs)
+            .catch((err) => {
+              onError(err);
+              for (const m of msgs) m.nak(1000); // a no-op for those already acked
+            })
+            .finally(() => {
+              inFlight.delete(done);
+              if (waiting.length > 0) schedule();
+            });
+          inFlight.add(done);
+        };
+        for await (const m of messages) {
+          if (m.info.redelivered) redeliveries++;
+          lagMs = Math.max(0, Date.now() - Math.floor(m.info.timestampNanos / 1e6));
+          waiting.push(m);
+          if (waiting.length >= size) {
+            while (inFlight.size >= concurrency) await Promise.race(inFlight);
+            flush();
+          } else schedule();
+        }
+        while (waiting.length > 0) {
+          while (inFlight.size >= concurrency) await Promise.race(inFlight);
+          flush();
+        }
+        await Promise.all(inFlight);
+        waiting = [];
+      } catch (err) {
+        if (!stopped) {
+          onError(err);
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      current?.stop();
+      await loop;
     },
+    stats: () => statsOf(jsm, spec, redeliveries, lagMs),
+  };
+}
+
+/** The consumer's counters; `pending` (not yet acknowledged) is undefined while NATS is away. */
+async function statsOf(
+  jsm: Awaited<ReturnType<typeof jetstreamManager>>,
+  spec: ConsumerSpec,
+  redeliveries: number,
+  lagMs: number,
+): Promise<ConsumerStats> {
+  const info = await jsm.consumers.info(spec.stream, spec.durable).catch(() => undefined);
+  return {
+    name: spec.durable,
+    redeliveries,
+    lagMs,
+    pending: info ? info.num_pending + info.num_ack_pending : undefined,
   };
 }
 

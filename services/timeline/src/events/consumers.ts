@@ -1,14 +1,29 @@
-import { type Consumer, consume } from "@funil/bus";
+import { type Consumer, consume, consumeBatches, type JsMsg } from "@funil/bus";
 import type { Infra } from "@funil/rpc";
 import { causeOf } from "@funil/rpc";
 import { ledgerItemOf } from "../activity.js";
-import { ingestItemOf, noteInteractionOf } from "../ingest.js";
+import {
+  type Assignment,
+  type IngestItem,
+  type InteractionRecord,
+  ingestItemOf,
+  noteInteractionOf,
+} from "../ingest.js";
 import type { InteractionStore } from "../store/interactions.js";
 import type { SummaryStore } from "../store/summaries.js";
-import { handler } from "./dead-letter.js";
+import { deadLetters, handler, subjectOf } from "./dead-letter.js";
 
-/** Ingest messages one process handles at once; past the pool (DATABASE_POOL_MAX) they wait for a connection. */
-const INGEST_CONCURRENCY = 8;
+/**
+ * Ingest messages stored in one statement, and such batches one process writes at once (each holds
+ * one connection of the pool while it runs): a backlog drains in batches of INGEST_BATCH, a lone
+ * message is stored on its own at once. Batch × (concurrency + 1) stays under the server's default
+ * max_ack_pending (1000).
+ */
+const INGEST_BATCH = 200;
+const INGEST_CONCURRENCY = 3;
+
+/** A message that stores something: an interaction, the assignment it shows, or an assignment alone. */
+type Storable = { msg: JsMsg; item: Exclude<IngestItem, { kind: "excluded" }> };
 
 /**
  * The timeline's durable consumers (API.md §8), shared by every copy of the
@@ -23,12 +38,68 @@ export async function startConsumers(
   const { names, log } = infra;
   const { interactions, summaries } = stores;
 
-  const ingest = handler(infra, async (subject, msg) => {
-    const item = ingestItemOf(subject, msg.json());
-    if (item.kind === "interaction") await interactions.add(item.interaction, item.assignment);
-    else if (item.kind === "assignment") await interactions.assign(item.assignment);
-    else log.debug({ subject, seq: msg.seq, reason: item.reason }, "excluded from the timeline");
-  });
+  const refuse = deadLetters(infra);
+  const subject = subjectOf(infra);
+  const onError = (err: unknown) => log.warn({ cause: causeOf(err) }, "consumer: will retry");
+
+  const write = (batch: Storable[]) => {
+    const records: InteractionRecord[] = [];
+    const assignments: Assignment[] = [];
+    for (const { item } of batch) {
+      if (item.kind === "interaction") records.push(item.interaction);
+      if (item.assignment) assignments.push(item.assignment);
+    }
+    return interactions.store(records, assignments);
+  };
+
+  /**
+   * A batch of ingest messages: each parsed alone (a refused one goes to the dead letters alone, an
+   * excluded one is acked), the rest stored in one statement and acked once it has committed.
+   */
+  const ingest = async (msgs: JsMsg[]) => {
+    const batch: Storable[] = [];
+    for (const msg of msgs) {
+      let item: IngestItem;
+      try {
+        item = ingestItemOf(subject(msg), msg.json());
+      } catch (err) {
+        await refuse(subject(msg), msg, err).catch((e) => {
+          onError(e);
+          msg.nak(1000);
+        });
+        continue;
+      }
+      if (item.kind === "excluded") {
+        log.debug({ subject: subject(msg), seq: msg.seq, reason: item.reason }, "excluded from the timeline");
+        msg.ack();
+      } else batch.push({ msg, item });
+    }
+    if (batch.length === 0) return;
+    try {
+      await write(batch);
+    } catch (err) {
+      if (batch.length === 1) throw err;
+      // The database refused the batch: each message alone, so that one it can never store (or an
+      // outage) brings back only what failed, a second later.
+      onError(err);
+      let failure: unknown;
+      await Promise.all(
+        batch.map((one) =>
+          write([one]).then(
+            () => one.msg.ack(),
+            (e) => {
+              failure = e;
+              one.msg.nak(1000);
+            },
+          ),
+        ),
+      );
+      // One line for what failed alone (an outage fails them all), not one per message.
+      if (failure) onError(failure);
+      return;
+    }
+    for (const { msg } of batch) msg.ack();
+  };
 
   const events = handler(infra, async (subject, msg) => {
     const event = msg.json();
@@ -36,41 +107,44 @@ export async function startConsumers(
     await summaries.record(ledgerItemOf(event));
   });
 
-  const onError = (err: unknown) => log.warn({ cause: causeOf(err) }, "consumer: will retry");
   // Every write here commutes (keyed inserts, least/greatest, the latest assignment wins), so a
-  // process handles several messages at once rather than leave the database idle between them.
+  // process writes several batches at once rather than leave the database idle between them.
   const concurrency = INGEST_CONCURRENCY;
+  const batch = INGEST_BATCH;
   const ingestStream = names.stream("INGEST");
   return Promise.all([
-    consume(
+    consumeBatches(
       infra.nc,
       {
         stream: ingestStream,
         durable: "timeline-inbox",
         filterSubject: names.subject("ingest.inbox.>"),
         concurrency,
+        batch,
       },
       ingest,
       onError,
     ),
-    consume(
+    consumeBatches(
       infra.nc,
       {
         stream: ingestStream,
         durable: "timeline-calls",
         filterSubject: names.subject("ingest.call"),
         concurrency,
+        batch,
       },
       ingest,
       onError,
     ),
-    consume(
+    consumeBatches(
       infra.nc,
       {
         stream: ingestStream,
         durable: "timeline-emails",
         filterSubject: names.subject("ingest.email"),
         concurrency,
+        batch,
       },
       ingest,
       onError,

@@ -14,39 +14,56 @@ function refusal(err: unknown) {
 }
 
 /**
+ * Keeps a message the contract refuses on the dead-letter subject with the
+ * reason, logged, and acknowledges it, so it never blocks the consumer; any
+ * other failure (the database away) is thrown again, for a retry.
+ */
+export function deadLetters(infra: Pick<Infra, "nc" | "names" | "log">) {
+  const publish = publisher(infra.nc);
+  const encoder = new TextEncoder();
+  return async (subject: string, msg: JsMsg, err: unknown) => {
+    const refused = refusal(err);
+    if (!refused) throw err;
+    infra.log.warn({ subject, seq: msg.seq, ...refused }, "message refused, sent to the dead letters");
+    const body = {
+      subject,
+      seq: msg.seq,
+      reason: refused.message,
+      details: refused.details,
+      payload: msg.string(),
+    };
+    // The stream sequence as message id: a refusal redelivered before its ack is kept once.
+    await publish(
+      infra.names.subject(deadSubject(subject)),
+      encoder.encode(JSON.stringify(body)),
+      `dead:${msg.info.stream}:${msg.seq}`,
+    );
+    msg.ack();
+  };
+}
+
+/** The subject of a message without the FUNIL_ENV prefix. */
+export function subjectOf(infra: Pick<Infra, "names">) {
+  const prefix = infra.names.subject("");
+  return (msg: JsMsg) => msg.subject.slice(prefix.length);
+}
+
+/**
  * Handles one message: `apply` parses and stores it. A message the contract
- * refuses is logged, kept on the dead-letter subject with the reason and
- * acknowledged, so it never blocks the consumer; any other failure (the
- * database away) is thrown, and the consumer naks it for a later retry.
+ * refuses goes to the dead letters (above); any other failure is thrown, and
+ * the consumer naks it for a later retry.
  */
 export function handler(
   infra: Pick<Infra, "nc" | "names" | "log">,
   apply: (subject: string, msg: JsMsg) => Promise<void>,
 ) {
-  const publish = publisher(infra.nc);
-  const prefix = infra.names.subject("");
-  const encoder = new TextEncoder();
+  const refuse = deadLetters(infra);
+  const subject = subjectOf(infra);
   return async (msg: JsMsg) => {
-    const subject = msg.subject.slice(prefix.length);
     try {
-      await apply(subject, msg);
+      await apply(subject(msg), msg);
     } catch (err) {
-      const refused = refusal(err);
-      if (!refused) throw err;
-      infra.log.warn({ subject, seq: msg.seq, ...refused }, "message refused, sent to the dead letters");
-      const body = {
-        subject,
-        seq: msg.seq,
-        reason: refused.message,
-        details: refused.details,
-        payload: msg.string(),
-      };
-      // The stream sequence as message id: a refusal redelivered before its ack is kept once.
-      await publish(
-        infra.names.subject(deadSubject(subject)),
-        encoder.encode(JSON.stringify(body)),
-        `dead:${msg.info.stream}:${msg.seq}`,
-      );
+      return refuse(subject(msg), msg, err);
     }
     msg.ack();
   };

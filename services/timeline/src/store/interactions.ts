@@ -41,43 +41,84 @@ const rowOf = (r: InteractionRecord) => ({
   preview: r.preview,
 });
 
+/** Each interaction once (the first of a repeated `<source>:<rowId>`), in key order. */
+function distinctInteractions(records: InteractionRecord[]) {
+  const byKey = new Map<string, InteractionRecord>();
+  for (const r of records) {
+    const key = `${r.workspaceId}\u0000${r.id}`;
+    if (!byKey.has(key)) byKey.set(key, r);
+  }
+  return [...byKey.values()].map(rowOf);
+}
+
+/**
+ * The latest assignment per conversation (the first of equal instants, as
+ * one at a time would keep): a statement may update a row only once.
+ */
+function latestAssignments(assignments: Assignment[]) {
+  const byKey = new Map<string, Assignment>();
+  for (const a of assignments) {
+    const key = `${a.workspaceId}\u0000${a.conversationId}`;
+    const known = byKey.get(key);
+    if (!known || known.at < a.at) byKey.set(key, a);
+  }
+  return [...byKey.values()].map((a) => ({
+    workspace_id: a.workspaceId,
+    id: a.conversationId,
+    assignee_user_id: a.assigneeUserId,
+    assigned_at: a.at,
+  }));
+}
+
 export function interactionStore(sql: Sql) {
   /**
-   * The conversation's owner moves to `a` unless a later assignment is
-   * already known: assignments may arrive in any order.
+   * Stores a batch in one statement (so one commit): each interaction once
+   * per `<source>:<rowId>` (a repeat changes nothing); the human-touch
+   * summary of each contact with new actor=user interactions widened once,
+   * by the batch's earliest and latest (least/greatest give the same summary
+   * whatever order the interactions arrive in); each conversation's owner
+   * moved to the latest assignment unless a later one is already known.
+   * Rows are written in key order, so concurrent batches lock them in the
+   * same order. Returns how many interactions were new.
    */
-  const assign = (a: Assignment) => sql`
-    insert into conversations (workspace_id, id, assignee_user_id, assigned_at)
-    values (${a.workspaceId}, ${a.conversationId}, ${a.assigneeUserId}, ${a.at})
-    on conflict (workspace_id, id) do update
-      set assignee_user_id = excluded.assignee_user_id, assigned_at = excluded.assigned_at
-      where conversations.assigned_at < excluded.assigned_at`;
+  async function store(records: InteractionRecord[], assignments: Assignment[] = []): Promise<number> {
+    const [row] = await sql<{ added: number }[]>`
+      with added as (
+        insert into interactions
+        select * from jsonb_populate_recordset(null::interactions, ${sql.json(distinctInteractions(records))})
+        order by workspace_id, id
+        on conflict do nothing
+        returning workspace_id, contact_id, created_at, actor
+      ), touched as (
+        insert into contact_touches (workspace_id, contact_id, first_at, last_at)
+        select workspace_id, contact_id, min(created_at), max(created_at) from added where actor = 'user'
+        group by workspace_id, contact_id
+        order by workspace_id, contact_id
+        on conflict (workspace_id, contact_id) do update
+          set first_at = least(contact_touches.first_at, excluded.first_at),
+              last_at = greatest(contact_touches.last_at, excluded.last_at)
+      ), assigned as (
+        insert into conversations (workspace_id, id, assignee_user_id, assigned_at)
+        select workspace_id, id, assignee_user_id, assigned_at
+        from jsonb_populate_recordset(null::conversations, ${sql.json(latestAssignments(assignments))})
+        order by workspace_id, id
+        on conflict (workspace_id, id) do update
+          set assignee_user_id = excluded.assignee_user_id, assigned_at = excluded.assigned_at
+          where conversations.assigned_at < excluded.assigned_at
+      )
+      select count(*)::int as added from added`;
+    return row!.added;
+  }
 
   return {
-    assign,
+    store,
 
-    /**
-     * Stores an interaction once per `<source>:<rowId>` (a repeat changes
-     * nothing) and, in the same statement, widens its contact's human-touch
-     * summary when it is a new actor=user one: least/greatest give the same
-     * summary whatever order the interactions arrive in. Returns whether it
-     * was new.
-     */
+    /** The conversation's owner moves to `a` unless a later assignment is already known. */
+    assign: (a: Assignment) => store([], [a]),
+
+    /** Stores one interaction (and the assignment it shows); returns whether it was new. */
     async add(r: InteractionRecord, assignment?: Assignment): Promise<boolean> {
-      const [row] = await sql<{ added: number }[]>`
-        with added as (
-          insert into interactions ${sql(rowOf(r))} on conflict do nothing
-          returning workspace_id, contact_id, created_at, actor
-        ), touched as (
-          insert into contact_touches (workspace_id, contact_id, first_at, last_at)
-          select workspace_id, contact_id, created_at, created_at from added where actor = 'user'
-          on conflict (workspace_id, contact_id) do update
-            set first_at = least(contact_touches.first_at, excluded.first_at),
-                last_at = greatest(contact_touches.last_at, excluded.last_at)
-        )
-        select count(*)::int as added from added`;
-      if (assignment) await assign(assignment);
-      return row!.added === 1;
+      return (await store([r], assignment ? [assignment] : [])) === 1;
     },
 
     /** Keyset page in (createdAt desc, id desc) order (SPEC.md rule 2), after the position given. */
