@@ -1,5 +1,5 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { BatchRequestSchema, BatchResponseSchema } from "@funil/contracts";
+import { CallRequestSchema, CallResponseSchema } from "@funil/contracts";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -30,10 +30,10 @@ const plain = (value: unknown): unknown =>
         : value;
 
 describe("batch envelope codec (issue 7: the envelope without reflection)", () => {
-  it("encodeBatchRequest reads back through the generated BatchRequest, and decodeBatchRequest reads what it writes", () => {
+  it("encodeBatchRequest reads back through the generated CallRequest, and decodeBatchRequest reads what it writes", () => {
     fc.assert(
       fc.property(fc.array(call, { maxLength: 8 }), (calls) => {
-        const generated = fromBinary(BatchRequestSchema, encodeBatchRequest(calls));
+        const generated = fromBinary(CallRequestSchema, encodeBatchRequest(calls));
         expect(
           plain(
             generated.calls.map(({ path, input, timeoutMs, headers }) => ({
@@ -44,20 +44,20 @@ describe("batch envelope codec (issue 7: the envelope without reflection)", () =
             })),
           ),
         ).toEqual(plain(calls));
-        const again = toBinary(BatchRequestSchema, create(BatchRequestSchema, { calls }));
+        const again = toBinary(CallRequestSchema, create(CallRequestSchema, { calls }));
         expect(plain(decodeBatchRequest(again))).toEqual(plain(calls));
       }),
     );
   });
 
-  it("encodeBatchResponse reads back through the generated BatchResponse, and decodeBatchResponse reads what it writes", () => {
+  it("encodeBatchResponse reads back through the generated CallResponse, and decodeBatchResponse reads what it writes", () => {
     fc.assert(
       fc.property(fc.array(result, { maxLength: 8 }), (results) => {
-        const generated = fromBinary(BatchResponseSchema, encodeBatchResponse(results));
+        const generated = fromBinary(CallResponseSchema, encodeBatchResponse(results));
         expect(
           plain(generated.results.map(({ status, body, headers }) => ({ status, body, headers }))),
         ).toEqual(plain(results));
-        const again = toBinary(BatchResponseSchema, create(BatchResponseSchema, { results }));
+        const again = toBinary(CallResponseSchema, create(CallResponseSchema, { results }));
         expect(plain(decodeBatchResponse(again))).toEqual(plain(results));
       }),
     );

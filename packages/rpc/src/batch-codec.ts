@@ -84,7 +84,7 @@ function writeHeaders(out: Out, field: number, { entries }: ReturnType<typeof he
   }
 }
 
-/** BatchRequest { repeated BatchCall calls = 1 } */
+/** CallRequest { repeated BatchCall calls = 1 } */
 export function encodeBatchRequest(calls: BatchCallWire[]): Uint8Array {
   const sized = calls.map((c) => {
     const path = Buffer.byteLength(c.path);
@@ -111,7 +111,7 @@ export function encodeBatchRequest(calls: BatchCallWire[]): Uint8Array {
   return out.buf;
 }
 
-/** BatchResponse { repeated BatchResult results = 1 } */
+/** CallResponse { repeated BatchResult results = 1 } */
 export function encodeBatchResponse(results: BatchResultWire[]): Uint8Array {
   const sized = results.map((r) => {
     const headers = headerSizes(r.headers);

@@ -10,12 +10,12 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/rpc/v1/batch.proto.
  */
 export const file_funil_rpc_v1_batch: GenFile = /*@__PURE__*/
-  fileDesc("ChhmdW5pbC9ycGMvdjEvYmF0Y2gucHJvdG8SDGZ1bmlsLnJwYy52MSI2CgxCYXRjaFJlcXVlc3QSJgoFY2FsbHMYASADKAsyFy5mdW5pbC5ycGMudjEuQmF0Y2hDYWxsIqMBCglCYXRjaENhbGwSDAoEcGF0aBgBIAEoCRINCgVpbnB1dBgCIAEoDBISCgp0aW1lb3V0X21zGAMgASgNEjUKB2hlYWRlcnMYBCADKAsyJC5mdW5pbC5ycGMudjEuQmF0Y2hDYWxsLkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI7Cg1CYXRjaFJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS5mdW5pbC5ycGMudjEuQmF0Y2hSZXN1bHQilAEKC0JhdGNoUmVzdWx0Eg4KBnN0YXR1cxgBIAEoDRIMCgRib2R5GAIgASgMEjcKB2hlYWRlcnMYAyADKAsyJi5mdW5pbC5ycGMudjEuQmF0Y2hSZXN1bHQuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBMk8KDEJhdGNoU2VydmljZRI/CgRDYWxsEhouZnVuaWwucnBjLnYxLkJhdGNoUmVxdWVzdBobLmZ1bmlsLnJwYy52MS5CYXRjaFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChhmdW5pbC9ycGMvdjEvYmF0Y2gucHJvdG8SDGZ1bmlsLnJwYy52MSI1CgtDYWxsUmVxdWVzdBImCgVjYWxscxgBIAMoCzIXLmZ1bmlsLnJwYy52MS5CYXRjaENhbGwiowEKCUJhdGNoQ2FsbBIMCgRwYXRoGAEgASgJEg0KBWlucHV0GAIgASgMEhIKCnRpbWVvdXRfbXMYAyABKA0SNQoHaGVhZGVycxgEIAMoCzIkLmZ1bmlsLnJwYy52MS5CYXRjaENhbGwuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjoKDENhbGxSZXNwb25zZRIqCgdyZXN1bHRzGAEgAygLMhkuZnVuaWwucnBjLnYxLkJhdGNoUmVzdWx0IpQBCgtCYXRjaFJlc3VsdBIOCgZzdGF0dXMYASABKA0SDAoEYm9keRgCIAEoDBI3CgdoZWFkZXJzGAMgAygLMiYuZnVuaWwucnBjLnYxLkJhdGNoUmVzdWx0LkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATJNCgxCYXRjaFNlcnZpY2USPQoEQ2FsbBIZLmZ1bmlsLnJwYy52MS5DYWxsUmVxdWVzdBoaLmZ1bmlsLnJwYy52MS5DYWxsUmVzcG9uc2ViBnByb3RvMw");
 
 /**
- * @generated from message funil.rpc.v1.BatchRequest
+ * @generated from message funil.rpc.v1.CallRequest
  */
-export type BatchRequest = Message<"funil.rpc.v1.BatchRequest"> & {
+export type CallRequest = Message<"funil.rpc.v1.CallRequest"> & {
   /**
    * @generated from field: repeated funil.rpc.v1.BatchCall calls = 1;
    */
@@ -23,10 +23,10 @@ export type BatchRequest = Message<"funil.rpc.v1.BatchRequest"> & {
 };
 
 /**
- * Describes the message funil.rpc.v1.BatchRequest.
- * Use `create(BatchRequestSchema)` to create a new message.
+ * Describes the message funil.rpc.v1.CallRequest.
+ * Use `create(CallRequestSchema)` to create a new message.
  */
-export const BatchRequestSchema: GenMessage<BatchRequest> = /*@__PURE__*/
+export const CallRequestSchema: GenMessage<CallRequest> = /*@__PURE__*/
   messageDesc(file_funil_rpc_v1_batch, 0);
 
 /**
@@ -70,9 +70,9 @@ export const BatchCallSchema: GenMessage<BatchCall> = /*@__PURE__*/
   messageDesc(file_funil_rpc_v1_batch, 1);
 
 /**
- * @generated from message funil.rpc.v1.BatchResponse
+ * @generated from message funil.rpc.v1.CallResponse
  */
-export type BatchResponse = Message<"funil.rpc.v1.BatchResponse"> & {
+export type CallResponse = Message<"funil.rpc.v1.CallResponse"> & {
   /**
    * One per call, in the order of the request's calls.
    *
@@ -82,10 +82,10 @@ export type BatchResponse = Message<"funil.rpc.v1.BatchResponse"> & {
 };
 
 /**
- * Describes the message funil.rpc.v1.BatchResponse.
- * Use `create(BatchResponseSchema)` to create a new message.
+ * Describes the message funil.rpc.v1.CallResponse.
+ * Use `create(CallResponseSchema)` to create a new message.
  */
-export const BatchResponseSchema: GenMessage<BatchResponse> = /*@__PURE__*/
+export const CallResponseSchema: GenMessage<CallResponse> = /*@__PURE__*/
   messageDesc(file_funil_rpc_v1_batch, 2);
 
 /**
@@ -138,8 +138,8 @@ export const BatchService: GenService<{
    */
   call: {
     methodKind: "unary";
-    input: typeof BatchRequestSchema;
-    output: typeof BatchResponseSchema;
+    input: typeof CallRequestSchema;
+    output: typeof CallResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_funil_rpc_v1_batch, 0);
