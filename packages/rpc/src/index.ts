@@ -1,3 +1,6 @@
+// First: protobuf-es's string encoding, for every message this process writes.
+import "./text-encoding.js";
+
 export { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 export * from "./client.js";
 export * from "./cursor.js";
