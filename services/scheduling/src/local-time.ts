@@ -78,9 +78,24 @@ export function zoneClock(zone: string, start: number, end: number): ZoneClock {
   return { pieces };
 }
 
-/** The clock around one local day: every instant that day's times can fall on. */
-export const dayClock = (zone: string, day: LocalDay) =>
-  zoneClock(zone, midnightOf(day) - 2 * DAY, midnightOf(day) + 3 * DAY);
+const dayClocks = new Map<string, ZoneClock>();
+const DAY_CLOCKS = 4096;
+
+/**
+ * The clock around one local day: every instant that day's times can fall on
+ * (a booking's day). Remembered: a zone's past and planned rules do not change
+ * while the process runs.
+ */
+export function dayClock(zone: string, day: LocalDay): ZoneClock {
+  const key = `${zone} ${day}`;
+  let clock = dayClocks.get(key);
+  if (!clock) {
+    clock = zoneClock(zone, midnightOf(day) - DAY, midnightOf(day) + 2 * DAY);
+    if (dayClocks.size >= DAY_CLOCKS) dayClocks.delete(dayClocks.keys().next().value!);
+    dayClocks.set(key, clock);
+  }
+  return clock;
+}
 
 /** The offset of the clock at an instant. */
 function offsetOn(clock: ZoneClock, at: number): number {

@@ -204,11 +204,18 @@ describe("the fast grid equals the plain one (API §7: DST days, skipped and rep
         ({ grid, day }, meetings, counts) => {
           const assigneeUserIds = ["a", "b", "c", "d"];
           const base = Date.parse(`${day}T00:00:00Z`);
-          const busy: Busy[] = meetings.map((m) => ({
+          const list = meetings.map((m) => ({
             assigneeUserId: assigneeUserIds[m.who]!,
             startAt: new Date(base + m.startMin * MIN),
             endAt: new Date(base + (m.startMin + m.lengthMin) * MIN),
           }));
+          const busy = new Map<string, Busy>();
+          for (const m of [...list].sort((a, b) => a.startAt.getTime() - b.startAt.getTime())) {
+            const b = busy.get(m.assigneeUserId) ?? { starts: [], ends: [] };
+            b.starts.push(m.startAt.getTime());
+            b.ends.push(m.endAt.getTime());
+            busy.set(m.assigneeUserId, b);
+          }
           const perAssigneeDay = new Map(counts.map((n, i) => [`${assigneeUserIds[i % 4]} ${day}`, n]));
           const cal = { ...grid, dailyCap: 100, assigneeUserIds };
           const range = { from: new Date(base - 86_400_000), to: new Date(base + 2 * 86_400_000) };
@@ -220,7 +227,7 @@ describe("the fast grid equals the plain one (API §7: DST days, skipped and rep
             let pick: string | undefined;
             let fewest = Infinity;
             for (const a of assigneeUserIds) {
-              const taken = busy.some(
+              const taken = list.some(
                 (b) => b.assigneeUserId === a && b.startAt < s.endAt && s.startAt < b.endAt,
               );
               const n = perAssigneeDay.get(`${a} ${s.day}`) ?? 0;

@@ -141,11 +141,10 @@ export function placeOnGrid(grid: Grid, startAt: Date, endAt: Date | undefined, 
   return { ...slot, endAt };
 }
 
-/** A meeting that occupies an assignee, from any calendar of the workspace. */
+/** An assignee's meetings, from any calendar of the workspace: [starts[i], ends[i]) in epoch ms, by start. */
 export interface Busy {
-  assigneeUserId: string;
-  startAt: Date;
-  endAt: Date;
+  starts: number[];
+  ends: number[];
 }
 
 export interface Occupancy {
@@ -153,24 +152,26 @@ export interface Occupancy {
   perDay: Map<LocalDay, number>;
   /** Scheduled meetings of this calendar per assignee and local day: `${assignee} ${day}`. */
   perAssigneeDay: Map<string, number>;
-  /** Every scheduled meeting of the assignees overlapping the range, in any calendar. */
-  busy: Busy[];
+  /** Every scheduled meeting of the assignees overlapping the range, in any calendar, per assignee. */
+  busy: Map<string, Busy>;
 }
 
 /**
- * An assignee's busy time as sorted, disjoint intervals, read by a pointer
- * that only moves forward: the grid asks in the order of its times.
+ * An assignee's busy time as sorted, disjoint intervals (overlapping or
+ * touching meetings merged), read by a pointer that only moves forward: the
+ * grid asks in the order of its times.
  */
 class BusySweep {
   private readonly starts: number[] = [];
   private readonly ends: number[] = [];
   private at = 0;
 
-  constructor(busy: Busy[]) {
-    const sorted = busy
-      .map((b) => [b.startAt.getTime(), b.endAt.getTime()] as const)
-      .sort((a, b) => a[0] - b[0]);
-    for (const [start, end] of sorted) {
+  constructor(busy: Busy | undefined) {
+    const starts = busy?.starts ?? [];
+    const ends = busy?.ends ?? [];
+    for (let i = 0; i < starts.length; i++) {
+      const start = starts[i]!;
+      const end = ends[i]!;
       const n = this.ends.length;
       if (n > 0 && start <= this.ends[n - 1]!) this.ends[n - 1] = Math.max(this.ends[n - 1]!, end);
       else {
@@ -198,9 +199,7 @@ export function freeSlots(
   occupancy: Occupancy,
 ): Array<Slot & { assigneeUserId: string }> {
   const assignees = grid.assigneeUserIds;
-  const byAssignee = new Map<string, Busy[]>(assignees.map((a) => [a, []]));
-  for (const b of occupancy.busy) byAssignee.get(b.assigneeUserId)?.push(b);
-  const sweeps = assignees.map((a) => new BusySweep(byAssignee.get(a)!));
+  const sweeps = assignees.map((a) => new BusySweep(occupancy.busy.get(a)));
 
   const out: Array<Slot & { assigneeUserId: string }> = [];
   let day: LocalDay | undefined;

@@ -84,41 +84,87 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
     return row?.id ?? null;
   }
 
+  /**
+   * The meeting, its event and its day's place, sent together (one round trip
+   * to PostgreSQL): the exclusion constraint refuses an overlap, the day's
+   * check a place above the cap. The day's row is written last, so the lock
+   * every booking of that day waits on is held the shortest time. The meeting
+   * is what was inserted: nothing in it comes from the database.
+   */
+  async function insertMeeting(
+    tx: TransactionSql,
+    workspaceId: string,
+    d: BookingDraft,
+    now: Date,
+    recovered: string | null,
+  ) {
+    const meeting: AppointmentRecord = {
+      id: newId("apt", now.getTime()),
+      workspaceId,
+      calendarId: d.calendarId,
+      calendarKey: d.calendarKey,
+      contactId: d.contactId,
+      contactName: d.contactName,
+      opportunityId: d.opportunityId,
+      title: d.title,
+      location: d.location,
+      conferenceUrl: d.conferenceUrl,
+      startAt: d.startAt,
+      endAt: d.endAt,
+      localDay: d.localDay,
+      assigneeUserId: d.assigneeUserId,
+      status: "scheduled",
+      outcome: null,
+      outcomeAt: null,
+      canceledAt: null,
+      cancelReason: null,
+      source: d.source,
+      createdByUserId: null,
+      createdBySource: CREATED_BY_SOURCE,
+      recoveredFromAppointmentId: recovered,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await Promise.all([
+      tx`
+        insert into appointments ${tx({
+          id: meeting.id,
+          workspace_id: workspaceId,
+          calendar_id: d.calendarId,
+          calendar_key: d.calendarKey,
+          contact_id: d.contactId,
+          contact_name: d.contactName,
+          opportunity_id: d.opportunityId,
+          title: d.title,
+          location: d.location,
+          conference_url: d.conferenceUrl,
+          start_at: d.startAt,
+          end_at: d.endAt,
+          local_day: d.localDay,
+          assignee_user_id: d.assigneeUserId,
+          source: d.source,
+          created_by_source: CREATED_BY_SOURCE,
+          recovered_from_appointment_id: recovered,
+          created_at: now,
+          updated_at: now,
+        })}`,
+      emit(tx, "meeting.booked", meeting),
+      addToDay(tx, d.calendarId, d.localDay, d.dailyCap),
+    ]);
+    return meeting;
+  }
+
   async function bookIn(tx: TransactionSql, workspaceId: string, d: BookingDraft, now: Date) {
     // Two bookings of one contact may pick the same noshow: the unique index lets one have it, the
-    // other looks again once the first has committed.
+    // other looks again once the first has committed (in a savepoint, needed only then).
     for (let attempt = 0; ; attempt++) {
       const recovered = await unrecoveredNoshow(tx, workspaceId, d.contactId);
       try {
-        return await tx.savepoint(async (sp) => {
-          const [row] = await sp<AppointmentRecord[]>`
-            insert into appointments ${sp({
-              id: newId("apt", now.getTime()),
-              workspace_id: workspaceId,
-              calendar_id: d.calendarId,
-              calendar_key: d.calendarKey,
-              contact_id: d.contactId,
-              contact_name: d.contactName,
-              opportunity_id: d.opportunityId,
-              title: d.title,
-              location: d.location,
-              conference_url: d.conferenceUrl,
-              start_at: d.startAt,
-              end_at: d.endAt,
-              local_day: d.localDay,
-              assignee_user_id: d.assigneeUserId,
-              source: d.source,
-              created_by_source: CREATED_BY_SOURCE,
-              recovered_from_appointment_id: recovered,
-              created_at: now,
-              updated_at: now,
-            })} returning ${columns(sp)}`;
-          await addToDay(sp, d.calendarId, d.localDay, d.dailyCap);
-          await emit(sp, "meeting.booked", row!);
-          return row!;
-        });
+        if (recovered === null) return await insertMeeting(tx, workspaceId, d, now, null);
+        return await tx.savepoint((sp) => insertMeeting(sp, workspaceId, d, now, recovered));
       } catch (err) {
-        if (attempt < 5 && isUniqueViolation(err, "appointments_recovers_once")) continue;
+        if (recovered !== null && attempt < 5 && isUniqueViolation(err, "appointments_recovers_once"))
+          continue;
         mapBookingError(err);
       }
     }
@@ -241,11 +287,16 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
       days: { first: LocalDay; last: LocalDay },
     ): Promise<Occupancy> {
       const [busy, perDay, perAssigneeDay] = await Promise.all([
-        sql<Busy[]>`
-          select assignee_user_id, start_at, end_at from appointments
+        // One row per assignee with its meetings as epoch ms arrays: 10 rows of numbers, not 10 000 of dates.
+        sql<Array<{ assigneeUserId: string } & Busy>>`
+          select assignee_user_id,
+            array_agg(round(date_part('epoch', start_at) * 1000) order by start_at) as starts,
+            array_agg(round(date_part('epoch', end_at) * 1000) order by start_at) as ends
+          from appointments
           where workspace_id = ${workspaceId} and status = 'scheduled'
             and assignee_user_id = any(${calendar.assigneeUserIds})
-            and tstzrange(start_at, end_at, '[)') && tstzrange(${range.from}, ${range.to}, '[)')`,
+            and tstzrange(start_at, end_at, '[)') && tstzrange(${range.from}, ${range.to}, '[)')
+          group by assignee_user_id`,
         sql<{ day: string; count: number }[]>`
           select local_day::text as day, count from day_counts
           where calendar_id = ${calendar.id} and local_day between ${days.first} and ${days.last}`,
@@ -256,7 +307,7 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
           group by 1, 2`,
       ]);
       return {
-        busy,
+        busy: new Map(busy.map((r) => [r.assigneeUserId, { starts: r.starts, ends: r.ends }])),
         perDay: new Map(perDay.map((r) => [r.day, r.count])),
         perAssigneeDay: new Map(perAssigneeDay.map((r) => [`${r.assigneeUserId} ${r.day}`, r.count])),
       };
