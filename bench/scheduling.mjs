@@ -271,14 +271,17 @@ try {
     await autocannon({ url, duration: 2, connections: 16, ...bookings(day) });
   }
 
+  const slotsTitle = `GET /calendars/{id}/slots, 31 days, 10 assignees, ${MEETINGS} meetings (${slotCount} slots)`;
   const scenarios = [
+    // One connection: the latency of one request; sixteen: what the machine serves.
     {
-      title: `GET /calendars/{id}/slots, 31 days, 10 assignees, ${MEETINGS} meetings (${slotCount} slots)`,
-      opts: () => ({ headers: auth }),
+      title: `${slotsTitle}, 1 connection`,
+      opts: () => ({ headers: auth, connections: 1 }),
       path: slotsPath,
     },
+    { title: `${slotsTitle}, 16 connections`, opts: () => ({ headers: auth }), path: slotsPath },
     {
-      title: "POST /appointments (distinct free times)",
+      title: "POST /appointments (distinct free times), 16 connections",
       // Each run and each path books days of its own (10 days apart: a run books well under 9 600).
       opts: (run, via) => bookings(40 + 20 * run + (via === "bare" ? 10 : 0)),
       path: "",
@@ -326,7 +329,7 @@ try {
   log(`storm: ${JSON.stringify(storm)}`);
 
   const lines = [
-    `\n## ${new Date().toISOString()} — median of ${RUNS} runs × ${SECONDS} s per path, 16 connections, fill of ${MEETINGS} meetings through the API at ${Math.round(fillRate)}/s`,
+    `\n## ${new Date().toISOString()} — median of ${RUNS} runs × ${SECONDS} s per path, fill of ${MEETINGS} meetings through the API at ${Math.round(fillRate)}/s`,
     "",
     "Gateway path: client → gateway → Connect → scheduling (→ crm, Redis) → PostgreSQL. Bare: bench/scheduling-bare.mjs, the same key check, SQL, driver and JSON in one Fastify process. Ratio = gateway / bare. CPU is µs per request from /proc/<pid>/stat (all threads); pg = the backends of the scheduling and crm databases.",
     "",
