@@ -163,6 +163,13 @@ try {
   const fillRate = MEETINGS / ((Date.now() - started) / 1000);
   log(`fill: ${Math.round(fillRate)} bookings/s`);
 
+  // Fresh statistics and visibility for the plans (this machine's PostgreSQL runs without autovacuum).
+  {
+    const db = postgres(dbUrl(`funil_${ENV}_scheduling`), { max: 1, onnotice: () => {} });
+    await db`vacuum analyze`;
+    await db.end();
+  }
+
   // The bare baseline on the same databases, its key map loaded now that the bench's key exists.
   bare = spawn(process.execPath, [path.join(root, "bench", "scheduling-bare.mjs")], {
     env: {
