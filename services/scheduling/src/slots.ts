@@ -141,7 +141,7 @@ export function placeOnGrid(grid: Grid, startAt: Date, endAt: Date | undefined, 
   return { ...slot, endAt };
 }
 
-/** An assignee's meetings, from any calendar of the workspace: [starts[i], ends[i]) in epoch ms, by start. */
+/** An assignee's meetings, from any calendar of the workspace: [starts[i], ends[i]) in epoch ms. */
 export interface Busy {
   starts: number[];
   ends: number[];
@@ -169,7 +169,9 @@ class BusySweep {
   constructor(busy: Busy | undefined) {
     const starts = busy?.starts ?? [];
     const ends = busy?.ends ?? [];
-    for (let i = 0; i < starts.length; i++) {
+    const order = starts.map((_, i) => i);
+    if (starts.some((s, i) => i > 0 && starts[i - 1]! > s)) order.sort((a, b) => starts[a]! - starts[b]!);
+    for (const i of order) {
       const start = starts[i]!;
       const end = ends[i]!;
       const n = this.ends.length;

@@ -18,7 +18,7 @@ import {
   type Outcome,
 } from "../booking.js";
 import type { LocalDay } from "../local-time.js";
-import type { Busy, Occupancy } from "../slots.js";
+import type { Occupancy } from "../slots.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
 export type EmitMeetingEvent = (
@@ -47,6 +47,7 @@ const columns = (sql: Db) => sql`
   created_at, updated_at`;
 
 const EXCLUSION_VIOLATION = "23P01";
+const DAY_MS = 86_400_000;
 const CHECK_VIOLATION = "23514";
 
 /** The two booking rules, decided by the database (API.md §7), as their domain errors. */
@@ -286,30 +287,46 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
       range: { from: Date; to: Date },
       days: { first: LocalDay; last: LocalDay },
     ): Promise<Occupancy> {
-      const [busy, perDay, perAssigneeDay] = await Promise.all([
-        // One row per assignee with its meetings as epoch ms arrays: 10 rows of numbers, not 10 000 of dates.
-        sql<Array<{ assigneeUserId: string } & Busy>>`
+      const inRange = sql`end_at > ${range.from} and start_at < ${range.to}`;
+      const ofCalendar = sql`calendar_id = ${calendar.id} and local_day between ${days.first} and ${days.last}`;
+      // Every scheduled meeting of the assignees starting from two days before the range (none is longer:
+      // appointments_within_two_days) to two days after it (the last local day's end): one index-only scan
+      // (appointments_busy), one row per assignee. Its busy time in the range, and its meetings of this
+      // calendar on the range's local days as day numbers from the first.
+      const [busy, perDay] = await Promise.all([
+        sql<
+          Array<{
+            assigneeUserId: string;
+            starts: number[] | null;
+            ends: number[] | null;
+            days: number[] | null;
+          }>
+        >`
           select assignee_user_id,
-            array_agg(round(date_part('epoch', start_at) * 1000) order by start_at) as starts,
-            array_agg(round(date_part('epoch', end_at) * 1000) order by start_at) as ends
+            array_agg(round(date_part('epoch', start_at) * 1000)) filter (where ${inRange}) as starts,
+            array_agg(round(date_part('epoch', end_at) * 1000)) filter (where ${inRange}) as ends,
+            array_agg(local_day - ${days.first}::date) filter (where ${ofCalendar}) as days
           from appointments
           where workspace_id = ${workspaceId} and status = 'scheduled'
             and assignee_user_id = any(${calendar.assigneeUserIds})
-            and tstzrange(start_at, end_at, '[)') && tstzrange(${range.from}, ${range.to}, '[)')
+            and start_at >= ${new Date(range.from.getTime() - 2 * DAY_MS)}
+            and start_at < ${new Date(range.to.getTime() + 2 * DAY_MS)}
           group by assignee_user_id`,
         sql<{ day: string; count: number }[]>`
           select local_day::text as day, count from day_counts
           where calendar_id = ${calendar.id} and local_day between ${days.first} and ${days.last}`,
-        sql<{ assigneeUserId: string; day: string; count: number }[]>`
-          select assignee_user_id, local_day::text as day, count(*)::int as count from appointments
-          where calendar_id = ${calendar.id} and status = 'scheduled'
-            and local_day between ${days.first} and ${days.last}
-          group by 1, 2`,
       ]);
+      const perAssigneeDay = new Map<string, number>();
+      const first = Date.parse(`${days.first}T00:00:00Z`);
+      for (const r of busy)
+        for (const n of r.days ?? []) {
+          const key = `${r.assigneeUserId} ${new Date(first + n * DAY_MS).toISOString().slice(0, 10)}`;
+          perAssigneeDay.set(key, (perAssigneeDay.get(key) ?? 0) + 1);
+        }
       return {
-        busy: new Map(busy.map((r) => [r.assigneeUserId, { starts: r.starts, ends: r.ends }])),
+        busy: new Map(busy.map((r) => [r.assigneeUserId, { starts: r.starts ?? [], ends: r.ends ?? [] }])),
         perDay: new Map(perDay.map((r) => [r.day, r.count])),
-        perAssigneeDay: new Map(perAssigneeDay.map((r) => [`${r.assigneeUserId} ${r.day}`, r.count])),
+        perAssigneeDay,
       };
     },
   };
