@@ -316,13 +316,19 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
           select local_day::text as day, count from day_counts
           where calendar_id = ${calendar.id} and local_day between ${days.first} and ${days.last}`,
       ]);
+      // Counted by day number first: a name per day and assignee, not per meeting.
       const perAssigneeDay = new Map<string, number>();
       const first = Date.parse(`${days.first}T00:00:00Z`);
-      for (const r of busy)
-        for (const n of r.days ?? []) {
-          const key = `${r.assigneeUserId} ${new Date(first + n * DAY_MS).toISOString().slice(0, 10)}`;
-          perAssigneeDay.set(key, (perAssigneeDay.get(key) ?? 0) + 1);
-        }
+      const span = Math.round((Date.parse(`${days.last}T00:00:00Z`) - first) / DAY_MS) + 1;
+      const dayName = (n: number) => new Date(first + n * DAY_MS).toISOString().slice(0, 10);
+      for (const r of busy) {
+        if (!r.days) continue;
+        const counts = new Array<number>(span).fill(0);
+        for (const n of r.days) counts[n] = (counts[n] ?? 0) + 1;
+        counts.forEach((count, n) => {
+          if (count > 0) perAssigneeDay.set(`${r.assigneeUserId} ${dayName(n)}`, count);
+        });
+      }
       return {
         busy: new Map(busy.map((r) => [r.assigneeUserId, { starts: r.starts ?? [], ends: r.ends ?? [] }])),
         perDay: new Map(perDay.map((r) => [r.day, r.count])),
