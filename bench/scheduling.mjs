@@ -1,51 +1,50 @@
-// Scheduling bench (issue 9): booking throughput on distinct free times at 16 connections, slots for 31
-// days on a calendar of 10 assignees with 10 000 booked meetings, and a storm of 100 concurrent requests on
-// one time. Baseline in the same run: GET /calendars (gateway → scheduling → one indexed read), so each
-// scenario is also given as a ratio to it. CPU µs per request per process come from /proc/<pid>/stat.
-// Results are appended to bench/RESULTS-scheduling.md. BENCH_SECONDS, BENCH_MEETINGS change the run.
-import { appendFileSync, readdirSync, readFileSync } from "node:fs";
+// Scheduling bench (issue 9): slots for 31 days on a calendar of 10 assignees with 10 000 booked meetings,
+// booking throughput on distinct free times at 16 connections, and a storm of 100 concurrent requests on one
+// time. Baseline in the same run: bench/scheduling-bare.mjs, a bare Fastify app with the same key check,
+// driver, SQL and JSON (the service's own stores and compiled slot function), no gateway, Connect, crm RPC or
+// Redis. Each scenario runs BENCH_RUNS times through both, alternating; the table gives the median of each
+// figure and the ratio gateway / bare. CPU µs per request per process come from /proc (bench/procstat.mjs;
+// PostgreSQL: the backends of the scheduling and crm databases), RSS is the peak during the row.
+// Results are appended to bench/RESULTS-scheduling.md. BENCH_SECONDS, BENCH_RUNS, BENCH_MEETINGS,
+// BENCH_ENV change the run.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { appendFileSync } from "node:fs";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
+import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
+import { watch } from "./procstat.mjs";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const MEETINGS = Number(process.env.BENCH_MEETINGS ?? 10_000);
+const ENV = process.env.BENCH_ENV ?? "benchsched";
+const DAY = 86_400_000;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const log = (m) => process.stderr.write(`[bench:scheduling] ${m}\n`);
 
-const env = { ...process.env, FUNIL_ENV: "benchsched", LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000" };
+const env = { ...process.env, FUNIL_ENV: ENV, LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000" };
 for (const name of Object.keys(env))
   if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
 delete env.PORT;
 await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
+const SERVER = env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const dbUrl = (name) => Object.assign(new URL(SERVER), { pathname: `/${name}` }).toString();
+// A fresh start: the meetings of an earlier run would change the slots and take the booking times.
+{
+  const server = postgres(SERVER, { max: 1, onnotice: () => {} });
+  for (const {
+    datname,
+  } of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
+    await server.unsafe(`drop database "${datname}" with (force)`);
+  await server.end();
+}
 const stack = await startStack({ env, port: 0, stdio: "ignore" });
 const base = stack.gatewayUrl;
-
-/** The pids of this stack's processes, by name, from their command lines. */
-function pids() {
-  const out = {};
-  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      const m = /services\/(\w+)\/dist\/main\.js/.exec(cmd);
-      if (
-        m &&
-        cmd.includes(root) &&
-        readFileSync(`/proc/${pid}/environ`, "utf8").includes("FUNIL_ENV=benchsched")
-      )
-        out[m[1]] = Number(pid);
-    } catch {}
-  }
-  return out;
-}
-const TICK_US = 1e6 / 100; // USER_HZ
-const cpuOf = (pid) => {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(f[11]) + Number(f[12])) * TICK_US;
-};
-const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
 
 async function call(method, p, body, key, headers = {}) {
   const res = await fetch(`${base}${p}`, {
@@ -66,30 +65,41 @@ const must = async (p) => {
   return r.body;
 };
 
-/** One autocannon row with CPU and RSS of each process over the run. */
-async function measure(title, opts) {
-  const procs = pids();
-  const before = Object.fromEntries(Object.entries(procs).map(([n, p]) => [n, cpuOf(p)]));
-  const { path: target = "/", ...rest } = opts;
-  // autocannon takes the path in the url; a `path` option would be ignored (every request to /).
-  const r = await autocannon({ url: `${base}${target}`, duration: SECONDS, connections: 16, ...rest });
+/** One autocannon run against `url`, with CPU per request and peak RSS of each group of processes. */
+async function measure(url, opts, groups) {
+  const watcher = watch(groups);
+  watcher.start();
+  const r = await autocannon({ url, duration: SECONDS, connections: 16, ...opts });
+  const usage = watcher.stop();
   const done = r.requests.total || 1;
-  const cpu = Object.fromEntries(
-    Object.entries(procs).map(([n, p]) => [n, Math.round((cpuOf(p) - before[n]) / done)]),
-  );
-  const rss = Object.fromEntries(Object.entries(procs).map(([n, p]) => [n, Math.round(rssOf(p))]));
-  log(`${title}: ${Math.round(r.requests.average)} req/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms`);
   return {
-    title,
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
-    non2xx: r.non2xx,
-    cpu,
-    rss,
+    bad: r.non2xx + r.errors,
+    cpu: Object.fromEntries(Object.entries(usage).map(([n, u]) => [n, Math.round((u.cpu * 1e6) / done)])),
+    rss: Object.fromEntries(Object.entries(usage).map(([n, u]) => [n, Math.round(u.rss ?? 0)])),
+  };
+}
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+/** The median of each figure over the runs (each figure on its own). */
+function medianOf(runs) {
+  const pick = (f) => median(runs.map(f));
+  const names = Object.keys(runs[0].cpu);
+  return {
+    rps: pick((r) => r.rps),
+    p50: pick((r) => r.p50),
+    p99: pick((r) => r.p99),
+    bad: runs.reduce((n, r) => n + r.bad, 0),
+    cpu: Object.fromEntries(names.map((n) => [n, Math.round(pick((r) => r.cpu[n]))])),
+    rss: Object.fromEntries(names.map((n) => [n, Math.max(...runs.map((r) => r.rss[n]))])),
   };
 }
 
+let bare;
 try {
   const ws = await must(call("POST", "/admin/v1/workspaces", { name: "bench" }));
   const { secret: key } = await must(
@@ -153,24 +163,90 @@ try {
   const fillRate = MEETINGS / ((Date.now() - started) / 1000);
   log(`fill: ${Math.round(fillRate)} bookings/s`);
 
+  // Fresh statistics and visibility for the plans (this machine's PostgreSQL runs without autovacuum).
+  {
+    const db = postgres(dbUrl(`funil_${ENV}_scheduling`), { max: 1, onnotice: () => {} });
+    await db`vacuum analyze`;
+    await db.end();
+  }
+
+  // The bare baseline on the same databases, its key map loaded now that the bench's key exists.
+  bare = spawn(process.execPath, [path.join(root, "bench", "scheduling-bare.mjs")], {
+    env: {
+      ...process.env,
+      BARE_DB: dbUrl(`funil_${ENV}_scheduling`),
+      BARE_CRM_DB: dbUrl(`funil_${ENV}_crm`),
+      BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
+      BARE_FUNIL_ENV: ENV,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const [barePort] = await once(createInterface({ input: bare.stdout }), "line");
+  const bareUrl = `http://127.0.0.1:${barePort}`;
+
+  // PostgreSQL serves each client from its own backend: those of the scheduling and crm databases.
+  const pg = postgres(SERVER, { max: 1, onnotice: () => {} });
+  const backends = async () =>
+    (
+      await pg`select pid from pg_stat_activity
+        where datname in (${`funil_${ENV}_scheduling`}, ${`funil_${ENV}_crm`}) and pid <> pg_backend_pid()`
+    ).map((r) => r.pid);
+  const groupsOf = async (via) => {
+    const pgPids = await backends();
+    const procs =
+      via === "gateway"
+        ? { gateway: [stack.pid("gateway")], scheduling: [stack.pid("scheduling")], crm: [stack.pid("crm")] }
+        : { bare: [bare.pid] };
+    return Object.fromEntries(
+      Object.entries({ ...procs, postgres: pgPids }).map(([n, pids]) => [n, () => pids]),
+    );
+  };
+
   // GETs carry no content-type: an empty JSON body is a 400.
   const auth = { authorization: `Bearer ${key}` };
   const headers = { ...auth, "content-type": "application/json" };
-  const rows = [];
-  rows.push(await measure("GET /calendars (baseline)", { path: "/api/v1/calendars", headers: auth }));
   const from = new Date(day0).toISOString();
-  const to = new Date(day0 + 31 * 86_400_000).toISOString();
-  rows.push(
-    await measure(`GET /calendars/{id}/slots, 31 days, 10 assignees, ${MEETINGS} meetings`, {
-      path: `/api/v1/calendars/${cal.id}/slots?from=${from}&to=${to}`,
-      headers: auth,
-    }),
-  );
-  // Distinct free times: a fresh calendar day range far ahead, one request per time and assignee.
-  let n = 0;
-  const far = day0 + 40 * 86_400_000;
-  rows.push(
-    await measure("POST /appointments (distinct free times)", {
+  const to = new Date(day0 + 31 * DAY).toISOString();
+  const slotsPath = `/api/v1/calendars/${cal.id}/slots?from=${from}&to=${to}`;
+
+  // The same answers first: the slot list equal, a booking equal but for its id and times of writing.
+  const get = async (url) => {
+    const res = await fetch(url, { headers: auth });
+    return { status: res.status, text: await res.text() };
+  };
+  const [viaGateway, viaBare] = await Promise.all([get(base + slotsPath), get(bareUrl + slotsPath)]);
+  if (viaGateway.status !== 200 || viaGateway.text !== viaBare.text)
+    throw new Error(
+      `slots: the bare baseline answers differently\n${viaGateway.text.slice(0, 300)}\n${viaBare.text.slice(0, 300)}`,
+    );
+  const slotCount = JSON.parse(viaGateway.text).data.length;
+  const bookingAt = (url, at) =>
+    fetch(`${url}/api/v1/appointments`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        calendarId: cal.id,
+        contactId: contact.id,
+        assigneeUserId: members[0],
+        startAt: new Date(at).toISOString(),
+      }),
+    }).then(async (r) => ({ status: r.status, body: await r.json() }));
+  const volatile = ({ id, createdAt, updatedAt, startAt, endAt, ...rest }) => rest;
+  const [g1, b1] = [await bookingAt(base, day0 + 300 * DAY), await bookingAt(bareUrl, day0 + 301 * DAY)];
+  if (
+    g1.status !== 201 ||
+    b1.status !== 201 ||
+    JSON.stringify(volatile(g1.body)) !== JSON.stringify(volatile(b1.body)) ||
+    JSON.stringify(Object.keys(g1.body)) !== JSON.stringify(Object.keys(b1.body))
+  )
+    throw new Error(
+      `booking: the bare baseline answers differently\n${JSON.stringify(g1)}\n${JSON.stringify(b1)}`,
+    );
+
+  /** Bookings on distinct free times from `firstDay` on: one request per time and assignee. */
+  const bookings = (firstDay) => {
+    let n = 0;
+    return {
       method: "POST",
       headers,
       requests: [
@@ -184,22 +260,66 @@ try {
                 calendarId: cal.id,
                 contactId: contact.id,
                 assigneeUserId: members[i % 10],
-                startAt: new Date(far + Math.floor(i / 10) * 15 * 60_000).toISOString(),
+                startAt: new Date(day0 + firstDay * DAY + Math.floor(i / 10) * 15 * 60_000).toISOString(),
               }),
             };
           },
         },
       ],
-    }),
-  );
-  // The storm: 100 concurrent requests for one time, three rounds.
+    };
+  };
+
+  // Unmeasured warm-up of both paths (JIT, pools), on times of their own.
+  for (const [url, day] of [
+    [base, 250],
+    [bareUrl, 270],
+  ]) {
+    await autocannon({ url: url + slotsPath, headers: auth, duration: 2, connections: 16 });
+    await autocannon({ url, duration: 2, connections: 16, ...bookings(day) });
+  }
+
+  const slotsTitle = `GET /calendars/{id}/slots, 31 days, 10 assignees, ${MEETINGS} meetings (${slotCount} slots)`;
+  const scenarios = [
+    // One connection: the latency of one request; sixteen: what the machine serves.
+    {
+      title: `${slotsTitle}, 1 connection`,
+      opts: () => ({ headers: auth, connections: 1 }),
+      path: slotsPath,
+    },
+    { title: `${slotsTitle}, 16 connections`, opts: () => ({ headers: auth }), path: slotsPath },
+    {
+      title: "POST /appointments (distinct free times), 16 connections",
+      // Each run and each path books days of its own (10 days apart: a run books well under 9 600).
+      opts: (run, via) => bookings(40 + 20 * run + (via === "bare" ? 10 : 0)),
+      path: "",
+    },
+  ];
+  const rows = [];
+  for (const sc of scenarios) {
+    const runs = { gateway: [], bare: [] };
+    for (let run = 0; run < RUNS; run++)
+      for (const [via, url] of [
+        ["gateway", base],
+        ["bare", bareUrl],
+      ]) {
+        const r = await measure(url + sc.path, sc.opts(run, via), await groupsOf(via));
+        runs[via].push(r);
+        log(
+          `${sc.title} via ${via}, run ${run + 1}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, CPU µs/req ${JSON.stringify(r.cpu)}`,
+        );
+      }
+    rows.push({ title: sc.title, gateway: medianOf(runs.gateway), bare: medianOf(runs.bare) });
+  }
+  await pg.end();
+
+  // The storm: 100 concurrent requests for one time, three rounds (through the gateway).
   const storm = [];
   for (let round = 0; round < 3; round++) {
     const body = {
       calendarId: cal.id,
       contactId: contact.id,
       assigneeUserId: members[0],
-      startAt: new Date(day0 + (60 + round) * 86_400_000).toISOString(),
+      startAt: new Date(day0 + (150 + round) * DAY).toISOString(),
     };
     const t = Date.now();
     const answers = await Promise.all(
@@ -215,22 +335,25 @@ try {
   }
   log(`storm: ${JSON.stringify(storm)}`);
 
-  const baseline = rows[0].rps;
-  const procs = Object.keys(rows[0].cpu).sort();
   const lines = [
-    `\n## ${new Date().toISOString()} — ${SECONDS} s per row, 16 connections, fill of ${MEETINGS} meetings at ${Math.round(fillRate)}/s`,
+    `\n## ${new Date().toISOString()} — median of ${RUNS} runs × ${SECONDS} s per path, fill of ${MEETINGS} meetings through the API at ${Math.round(fillRate)}/s`,
     "",
-    `| scenario | req/s | ratio to baseline | p50 ms | p99 ms | non-2xx | ${procs.map((p) => `CPU µs/req ${p}`).join(" | ")} | ${procs.map((p) => `RSS MiB ${p}`).join(" | ")} |`,
-    `|---|---|---|---|---|---|${procs.map(() => "---|").join("")}${procs.map(() => "---|").join("")}`,
-    ...rows.map(
-      (r) =>
-        `| ${r.title} | ${Math.round(r.rps)} | ${(r.rps / baseline).toFixed(2)} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${procs.map((p) => r.cpu[p]).join(" | ")} | ${procs.map((p) => r.rss[p]).join(" | ")} |`,
-    ),
+    "Gateway path: client → gateway → Connect → scheduling (→ crm, Redis) → PostgreSQL. Bare: bench/scheduling-bare.mjs, the same key check, SQL, driver and JSON in one Fastify process. Ratio = gateway / bare. CPU is µs per request from /proc/<pid>/stat (all threads); pg = the backends of the scheduling and crm databases.",
+    "",
+    "| scenario | req/s gateway | req/s bare | ratio req/s | p50 ms gateway | p50 ms bare | ratio p50 | p99 ms gateway | p99 ms bare | CPU µs/req gateway / scheduling / crm / pg | CPU µs/req bare / pg | ratio CPU (all processes) | RSS MiB gateway / scheduling / crm | RSS MiB bare | non-2xx |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ...rows.map(({ title, gateway: g, bare: b }) => {
+      const gCpu = g.cpu.gateway + g.cpu.scheduling + g.cpu.crm + g.cpu.postgres;
+      const bCpu = b.cpu.bare + b.cpu.postgres;
+      return `| ${title} | ${Math.round(g.rps)} | ${Math.round(b.rps)} | ${(g.rps / b.rps).toFixed(2)} | ${g.p50} | ${b.p50} | ${(g.p50 / Math.max(b.p50, 0.5)).toFixed(1)} | ${g.p99} | ${b.p99} | ${g.cpu.gateway} / ${g.cpu.scheduling} / ${g.cpu.crm} / ${g.cpu.postgres} | ${b.cpu.bare} / ${b.cpu.postgres} | ${(gCpu / bCpu).toFixed(1)} | ${g.rss.gateway} / ${g.rss.scheduling} / ${g.rss.crm} | ${b.rss.bare} | ${g.bad + b.bad} |`;
+    }),
     "",
     `Storm of 100 concurrent requests on one time (3 rounds): ${storm.map((s) => `${s.created} created, ${s.taken} × 409, ${s.other} other, ${s.ms} ms`).join("; ")}.`,
   ];
   appendFileSync(path.join(root, "bench", "RESULTS-scheduling.md"), `${lines.join("\n")}\n`);
+  console.log(lines.join("\n"));
   log("appended to bench/RESULTS-scheduling.md");
 } finally {
+  bare?.kill("SIGTERM");
   await stack.stop();
 }

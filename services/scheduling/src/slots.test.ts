@@ -25,6 +25,17 @@ const codeOf = (fn: () => unknown) => {
   return "no error";
 };
 const LONG_AGO = new Date("2000-01-01T00:00:00Z");
+/** Meetings as the store gives them: per assignee, epoch ms by start. */
+const busyOf = (meetings: Array<{ assigneeUserId: string; startAt: Date; endAt: Date }>) => {
+  const busy = new Map<string, { starts: number[]; ends: number[] }>();
+  for (const m of [...meetings].sort((a, b) => a.startAt.getTime() - b.startAt.getTime())) {
+    const b = busy.get(m.assigneeUserId) ?? { starts: [], ends: [] };
+    b.starts.push(m.startAt.getTime());
+    b.ends.push(m.endAt.getTime());
+    busy.set(m.assigneeUserId, b);
+  }
+  return busy;
+};
 
 describe("slots on DST change days (API §7: inside availability in the calendar's timezone)", () => {
   it("API §7: northern spring-forward (America/New_York 2026-03-08): 02:00 and 02:30 do not exist and are skipped", () => {
@@ -141,11 +152,11 @@ describe("free slots and round-robin (API §7)", () => {
     const slots = freeSlots(cal, range, {
       perDay: new Map([["2026-12-07", 1]]),
       perAssigneeDay: new Map([["ana 2026-12-07", 1]]),
-      busy: [
+      busy: busyOf([
         { assigneeUserId: "ana", startAt: at("09:00"), endAt: at("09:30") },
         // bia is busy in another calendar at 10:00–10:30.
         { assigneeUserId: "bia", startAt: at("10:00"), endAt: at("10:30") },
-      ],
+      ]),
     });
     expect(slots.map((s) => [s.startAt.toISOString().slice(11, 16), s.assigneeUserId])).toEqual([
       ["09:00", "bia"],
@@ -153,22 +164,26 @@ describe("free slots and round-robin (API §7)", () => {
       ["10:00", "ana"],
       ["10:30", "bia"],
     ]);
-    const tie = freeSlots(cal, range, { perDay: new Map(), perAssigneeDay: new Map(), busy: [] });
+    const tie = freeSlots(cal, range, { perDay: new Map(), perAssigneeDay: new Map(), busy: new Map() });
     expect(tie.every((s) => s.assigneeUserId === "ana")).toBe(true);
   });
 
   it("API §7: a day at its cap offers nothing; nobody free means no slot", () => {
     expect(
-      freeSlots(cal, range, { perDay: new Map([["2026-12-07", 3]]), perAssigneeDay: new Map(), busy: [] }),
+      freeSlots(cal, range, {
+        perDay: new Map([["2026-12-07", 3]]),
+        perAssigneeDay: new Map(),
+        busy: new Map(),
+      }),
     ).toEqual([]);
     const allBusy = ["ana", "bia"].map((a) => ({
       assigneeUserId: a,
       startAt: at("09:00"),
       endAt: at("11:00"),
     }));
-    expect(freeSlots(cal, range, { perDay: new Map(), perAssigneeDay: new Map(), busy: allBusy })).toEqual(
-      [],
-    );
+    expect(
+      freeSlots(cal, range, { perDay: new Map(), perAssigneeDay: new Map(), busy: busyOf(allBusy) }),
+    ).toEqual([]);
   });
 
   it("API §7: the range is at most 31 days, to after from; default now .. now + 7 days; a past from reads as now", () => {

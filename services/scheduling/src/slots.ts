@@ -1,12 +1,16 @@
 import { fail, invalid } from "@funil/errors";
 import {
-  endInstantOf,
-  instantOf,
+  dayClock,
+  endInstantAt,
+  instantAt,
   type LocalDay,
+  localDayOf,
   localDaysBetween,
-  localOf,
+  midnightOf,
   minuteOfDay,
   weekdayOf,
+  type ZoneClock,
+  zoneClock,
 } from "./local-time.js";
 
 /** A weekly window of a calendar, in its local time (API.md §2). */
@@ -50,40 +54,69 @@ export function slotRange(from: Date | undefined, to: Date | undefined, now: Dat
   return { from: start < now ? now : start, to: end };
 }
 
+/** A slot of the grid in epoch ms: what the sweep of free slots works on before any Date is made. */
+interface GridTime {
+  start: number;
+  end: number;
+  windowEnd: number;
+  day: LocalDay;
+}
+
 /**
  * The grid of one local day: every start on the slot interval from each
  * window's start whose meeting ends inside the window. A local time the clocks
- * skip that day is not offered; one they show twice is offered once.
+ * skip that day is not offered; one they show twice is offered once. Each
+ * local time is an instant by arithmetic on the zone's clock (no zone lookup
+ * per slot).
  */
-export function daySlots(grid: Grid, day: LocalDay): Slot[] {
+function dayTimes(grid: Grid, clock: ZoneClock, day: LocalDay): GridTime[] {
   const weekday = weekdayOf(day);
-  const seen = new Map<number, Slot>();
+  const midnight = midnightOf(day);
+  const duration = grid.durationMin * MINUTE;
+  const seen = new Map<number, GridTime>();
   for (const w of grid.availability) {
     if (w.weekday !== weekday) continue;
-    const endsAt = endInstantOf(day, minuteOfDay(w.end), grid.timezone).getTime();
-    for (let m = minuteOfDay(w.start); m < minuteOfDay(w.end); m += grid.slotIntervalMin) {
-      const start = instantOf(day, m, grid.timezone);
-      if (!start) continue;
-      const end = start.getTime() + grid.durationMin * MINUTE;
-      if (end > endsAt) continue;
-      const other = seen.get(start.getTime());
-      if (!other || other.windowEndAt.getTime() < endsAt)
-        seen.set(start.getTime(), {
-          startAt: start,
-          endAt: new Date(end),
-          day,
-          windowEndAt: new Date(endsAt),
-        });
+    const last = minuteOfDay(w.end);
+    const windowEnd = endInstantAt(clock, midnight + last * MINUTE);
+    for (let m = minuteOfDay(w.start); m < last; m += grid.slotIntervalMin) {
+      const start = instantAt(clock, midnight + m * MINUTE);
+      if (start === undefined) continue;
+      const end = start + duration;
+      if (end > windowEnd) continue;
+      const other = seen.get(start);
+      if (!other || other.windowEnd < windowEnd) seen.set(start, { start, end, windowEnd, day });
     }
   }
-  return [...seen.values()].sort((a, b) => a.startAt.getTime() - b.startAt.getTime());
+  const times = [...seen.values()];
+  // One window gives its times in order; several on one day need sorting.
+  if (times.some((t, i) => i > 0 && times[i - 1]!.start > t.start)) times.sort((a, b) => a.start - b.start);
+  return times;
+}
+
+const slotOf = (t: GridTime): Slot => ({
+  startAt: new Date(t.start),
+  endAt: new Date(t.end),
+  day: t.day,
+  windowEndAt: new Date(t.windowEnd),
+});
+
+/** The grid of one local day (see dayTimes). */
+export function daySlots(grid: Grid, day: LocalDay): Slot[] {
+  return dayTimes(grid, dayClock(grid.timezone, day), day).map(slotOf);
+}
+
+/** The grid's times starting in [from, to), in order: one reading of the zone for the whole range. */
+function gridTimes(grid: Grid, from: number, to: number): GridTime[] {
+  const clock = zoneClock(grid.timezone, from - 2 * DAY, to + 2 * DAY);
+  const out: GridTime[] = [];
+  for (const day of localDaysBetween(clock, from, to))
+    for (const t of dayTimes(grid, clock, day)) if (t.start >= from && t.start < to) out.push(t);
+  return out;
 }
 
 /** The grid's slots starting in [from, to). */
 export function gridSlots(grid: Grid, from: Date, to: Date): Slot[] {
-  return localDaysBetween(from, to, grid.timezone)
-    .flatMap((day) => daySlots(grid, day))
-    .filter((s) => s.startAt >= from && s.startAt < to);
+  return gridTimes(grid, from.getTime(), to.getTime()).map(slotOf);
 }
 
 /**
@@ -95,7 +128,7 @@ export function placeOnGrid(grid: Grid, startAt: Date, endAt: Date | undefined, 
   if (endAt && endAt <= startAt)
     throw invalid([{ path: "body.endAt", message: "must be after startAt" }], "body");
   if (startAt <= now) throw fail("invalid_slot", "startAt is in the past");
-  const { day } = localOf(startAt, grid.timezone);
+  const day = localDayOf(startAt, grid.timezone);
   const slot = daySlots(grid, day).find((s) => s.startAt.getTime() === startAt.getTime());
   if (!slot)
     throw fail(
@@ -108,11 +141,10 @@ export function placeOnGrid(grid: Grid, startAt: Date, endAt: Date | undefined, 
   return { ...slot, endAt };
 }
 
-/** A meeting that occupies an assignee, from any calendar of the workspace. */
+/** An assignee's meetings, from any calendar of the workspace: [starts[i], ends[i]) in epoch ms. */
 export interface Busy {
-  assigneeUserId: string;
-  startAt: Date;
-  endAt: Date;
+  starts: number[];
+  ends: number[];
 }
 
 export interface Occupancy {
@@ -120,21 +152,42 @@ export interface Occupancy {
   perDay: Map<LocalDay, number>;
   /** Scheduled meetings of this calendar per assignee and local day: `${assignee} ${day}`. */
   perAssigneeDay: Map<string, number>;
-  /** Every scheduled meeting of the assignees overlapping the range, in any calendar. */
-  busy: Busy[];
+  /** Every scheduled meeting of the assignees overlapping the range, in any calendar, per assignee. */
+  busy: Map<string, Busy>;
 }
 
-/** Whether [start, end) meets one of the sorted, disjoint intervals: a binary search on their ends. */
-function overlaps(intervals: Busy[], start: number, end: number): boolean {
-  let lo = 0;
-  let hi = intervals.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (intervals[mid]!.endAt.getTime() <= start) lo = mid + 1;
-    else hi = mid;
+/**
+ * An assignee's busy time as sorted, disjoint intervals (overlapping or
+ * touching meetings merged), read by a pointer that only moves forward: the
+ * grid asks in the order of its times.
+ */
+class BusySweep {
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private at = 0;
+
+  constructor(busy: Busy | undefined) {
+    const starts = busy?.starts ?? [];
+    const ends = busy?.ends ?? [];
+    const order = starts.map((_, i) => i);
+    if (starts.some((s, i) => i > 0 && starts[i - 1]! > s)) order.sort((a, b) => starts[a]! - starts[b]!);
+    for (const i of order) {
+      const start = starts[i]!;
+      const end = ends[i]!;
+      const n = this.ends.length;
+      if (n > 0 && start <= this.ends[n - 1]!) this.ends[n - 1] = Math.max(this.ends[n - 1]!, end);
+      else {
+        this.starts.push(start);
+        this.ends.push(end);
+      }
+    }
   }
-  const next = intervals[lo];
-  return next !== undefined && next.startAt.getTime() < end;
+
+  /** Whether [start, end) meets a busy interval; `start` never goes back between calls. */
+  meets(start: number, end: number): boolean {
+    while (this.at < this.ends.length && this.ends[this.at]! <= start) this.at++;
+    return this.at < this.starts.length && this.starts[this.at]! < end;
+  }
 }
 
 /**
@@ -147,24 +200,26 @@ export function freeSlots(
   range: { from: Date; to: Date },
   occupancy: Occupancy,
 ): Array<Slot & { assigneeUserId: string }> {
-  const byAssignee = new Map<string, Busy[]>(grid.assigneeUserIds.map((a) => [a, []]));
-  for (const b of occupancy.busy) byAssignee.get(b.assigneeUserId)?.push(b);
-  for (const list of byAssignee.values()) list.sort((a, b) => a.startAt.getTime() - b.startAt.getTime());
+  const assignees = grid.assigneeUserIds;
+  const sweeps = assignees.map((a) => new BusySweep(occupancy.busy.get(a)));
 
   const out: Array<Slot & { assigneeUserId: string }> = [];
-  for (const slot of gridSlots(grid, range.from, range.to)) {
-    if ((occupancy.perDay.get(slot.day) ?? 0) >= grid.dailyCap) continue;
-    let pick: string | undefined;
-    let fewest = Infinity;
-    for (const assignee of grid.assigneeUserIds) {
-      if (overlaps(byAssignee.get(assignee)!, slot.startAt.getTime(), slot.endAt.getTime())) continue;
-      const count = occupancy.perAssigneeDay.get(`${assignee} ${slot.day}`) ?? 0;
-      if (count < fewest) {
-        fewest = count;
-        pick = assignee;
-      }
+  let day: LocalDay | undefined;
+  let full = false;
+  let counts: number[] = [];
+  for (const t of gridTimes(grid, range.from.getTime(), range.to.getTime())) {
+    if (t.day !== day) {
+      day = t.day;
+      full = (occupancy.perDay.get(day) ?? 0) >= grid.dailyCap;
+      counts = assignees.map((a) => occupancy.perAssigneeDay.get(`${a} ${day}`) ?? 0);
     }
-    if (pick) out.push({ ...slot, assigneeUserId: pick });
+    if (full) continue;
+    let pick = -1;
+    for (let i = 0; i < assignees.length; i++) {
+      if (sweeps[i]!.meets(t.start, t.end)) continue;
+      if (pick < 0 || counts[i]! < counts[pick]!) pick = i;
+    }
+    if (pick >= 0) out.push({ ...slotOf(t), assigneeUserId: assignees[pick]! });
   }
   return out;
 }

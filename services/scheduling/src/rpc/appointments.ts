@@ -53,16 +53,19 @@ export function appointmentService(deps: {
     now: Date,
     tx?: TransactionSql,
   ): Promise<BookingDraft> {
+    // crm is asked at once, beside the calendar's read; its answers are looked at after the calendar's checks.
+    const references = Promise.all([
+      crm.contact(workspaceId, body.contactId),
+      body.opportunityId ? crm.opportunityExists(workspaceId, body.opportunityId) : true,
+    ]);
+    references.catch(() => {});
     const calendar = await calendars.get(workspaceId, body.calendarId, tx);
     if (!calendar)
       throw invalidReference([
         { path: "calendarId", message: `no calendar ${body.calendarId} in this workspace` },
       ]);
     const slot = placeOnGrid(calendar, instant(body.startAt), instant(body.endAt) ?? undefined, now);
-    const [contact, opportunityFound] = await Promise.all([
-      crm.contact(workspaceId, body.contactId),
-      body.opportunityId ? crm.opportunityExists(workspaceId, body.opportunityId) : true,
-    ]);
+    const [contact, opportunityFound] = await references;
     const problems: ErrorDetail[] = [];
     if (!calendar.assigneeUserIds.includes(body.assigneeUserId))
       problems.push({ path: "assigneeUserId", message: "not an assignee of this calendar" });
@@ -98,25 +101,26 @@ export function appointmentService(deps: {
    * Redis is believed only when PostgreSQL's count agrees.
    */
   async function guarded(workspaceId: string, d: BookingDraft, work: () => Promise<AppointmentRecord>) {
-    const releaseTime = await guard.claimTime(workspaceId, d.assigneeUserId, d.startAt);
-    if (releaseTime === "taken")
-      throw fail("slot_taken", "the assignee's time is being booked by another request");
+    const count = () => appointments.dayCount(d.calendarId, d.localDay);
+    const hold = await guard.hold(
+      workspaceId,
+      d.assigneeUserId,
+      d.startAt,
+      d.calendarId,
+      d.localDay,
+      d.dailyCap,
+      count,
+    );
+    if (hold === "taken") throw fail("slot_taken", "the assignee's time is being booked by another request");
+    let booked = false;
     try {
-      const count = () => appointments.dayCount(d.calendarId, d.localDay);
-      const place = await guard.reservePlace(d.calendarId, d.localDay, d.dailyCap, count);
-      if (place === "full") {
-        if ((await count()) >= d.dailyCap)
-          throw fail("daily_cap_reached", "this calendar's day is at its cap of meetings");
-        return await work();
-      }
-      try {
-        return await work();
-      } catch (err) {
-        await place();
-        throw err;
-      }
+      if (hold.full && (await count()) >= d.dailyCap)
+        throw fail("daily_cap_reached", "this calendar's day is at its cap of meetings");
+      const meeting = await work();
+      booked = true;
+      return meeting;
     } finally {
-      await releaseTime();
+      await hold.release(booked);
     }
   }
 

@@ -5,7 +5,7 @@ import { invalidReference, notFound } from "@funil/errors";
 import { plainOf } from "@funil/rpc";
 import { check, createCalendarBody, idParam, instant, slotsQuery } from "@funil/schemas";
 import type { CrmDirectory } from "../crm.js";
-import { localOf } from "../local-time.js";
+import { localDayOf } from "../local-time.js";
 import { freeSlots, slotRange } from "../slots.js";
 import type { AppointmentStore } from "../store/appointments.js";
 import type { CalendarStore } from "../store/calendars.js";
@@ -63,8 +63,8 @@ export function calendarService(deps: {
       if (!calendar) throw notFound("calendar");
       const range = slotRange(instant(query.from), instant(query.to), clock.now());
       const occupancy = await appointments.occupancy(req.workspaceId, calendar, range, {
-        first: localOf(range.from, calendar.timezone).day,
-        last: localOf(range.to, calendar.timezone).day,
+        first: localDayOf(range.from, calendar.timezone),
+        last: localDayOf(range.to, calendar.timezone),
       });
       return { data: freeSlots(calendar, range, occupancy).map(slotToProto) };
     },

@@ -18,7 +18,7 @@ import {
   type Outcome,
 } from "../booking.js";
 import type { LocalDay } from "../local-time.js";
-import type { Busy, Occupancy } from "../slots.js";
+import type { Occupancy } from "../slots.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
 export type EmitMeetingEvent = (
@@ -47,6 +47,7 @@ const columns = (sql: Db) => sql`
   created_at, updated_at`;
 
 const EXCLUSION_VIOLATION = "23P01";
+const DAY_MS = 86_400_000;
 const CHECK_VIOLATION = "23514";
 
 /** The two booking rules, decided by the database (API.md §7), as their domain errors. */
@@ -84,41 +85,87 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
     return row?.id ?? null;
   }
 
+  /**
+   * The meeting, its event and its day's place, sent together (one round trip
+   * to PostgreSQL): the exclusion constraint refuses an overlap, the day's
+   * check a place above the cap. The day's row is written last, so the lock
+   * every booking of that day waits on is held the shortest time. The meeting
+   * is what was inserted: nothing in it comes from the database.
+   */
+  async function insertMeeting(
+    tx: TransactionSql,
+    workspaceId: string,
+    d: BookingDraft,
+    now: Date,
+    recovered: string | null,
+  ) {
+    const meeting: AppointmentRecord = {
+      id: newId("apt", now.getTime()),
+      workspaceId,
+      calendarId: d.calendarId,
+      calendarKey: d.calendarKey,
+      contactId: d.contactId,
+      contactName: d.contactName,
+      opportunityId: d.opportunityId,
+      title: d.title,
+      location: d.location,
+      conferenceUrl: d.conferenceUrl,
+      startAt: d.startAt,
+      endAt: d.endAt,
+      localDay: d.localDay,
+      assigneeUserId: d.assigneeUserId,
+      status: "scheduled",
+      outcome: null,
+      outcomeAt: null,
+      canceledAt: null,
+      cancelReason: null,
+      source: d.source,
+      createdByUserId: null,
+      createdBySource: CREATED_BY_SOURCE,
+      recoveredFromAppointmentId: recovered,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await Promise.all([
+      tx`
+        insert into appointments ${tx({
+          id: meeting.id,
+          workspace_id: workspaceId,
+          calendar_id: d.calendarId,
+          calendar_key: d.calendarKey,
+          contact_id: d.contactId,
+          contact_name: d.contactName,
+          opportunity_id: d.opportunityId,
+          title: d.title,
+          location: d.location,
+          conference_url: d.conferenceUrl,
+          start_at: d.startAt,
+          end_at: d.endAt,
+          local_day: d.localDay,
+          assignee_user_id: d.assigneeUserId,
+          source: d.source,
+          created_by_source: CREATED_BY_SOURCE,
+          recovered_from_appointment_id: recovered,
+          created_at: now,
+          updated_at: now,
+        })}`,
+      emit(tx, "meeting.booked", meeting),
+      addToDay(tx, d.calendarId, d.localDay, d.dailyCap),
+    ]);
+    return meeting;
+  }
+
   async function bookIn(tx: TransactionSql, workspaceId: string, d: BookingDraft, now: Date) {
     // Two bookings of one contact may pick the same noshow: the unique index lets one have it, the
-    // other looks again once the first has committed.
+    // other looks again once the first has committed (in a savepoint, needed only then).
     for (let attempt = 0; ; attempt++) {
       const recovered = await unrecoveredNoshow(tx, workspaceId, d.contactId);
       try {
-        return await tx.savepoint(async (sp) => {
-          const [row] = await sp<AppointmentRecord[]>`
-            insert into appointments ${sp({
-              id: newId("apt", now.getTime()),
-              workspace_id: workspaceId,
-              calendar_id: d.calendarId,
-              calendar_key: d.calendarKey,
-              contact_id: d.contactId,
-              contact_name: d.contactName,
-              opportunity_id: d.opportunityId,
-              title: d.title,
-              location: d.location,
-              conference_url: d.conferenceUrl,
-              start_at: d.startAt,
-              end_at: d.endAt,
-              local_day: d.localDay,
-              assignee_user_id: d.assigneeUserId,
-              source: d.source,
-              created_by_source: CREATED_BY_SOURCE,
-              recovered_from_appointment_id: recovered,
-              created_at: now,
-              updated_at: now,
-            })} returning ${columns(sp)}`;
-          await addToDay(sp, d.calendarId, d.localDay, d.dailyCap);
-          await emit(sp, "meeting.booked", row!);
-          return row!;
-        });
+        if (recovered === null) return await insertMeeting(tx, workspaceId, d, now, null);
+        return await tx.savepoint((sp) => insertMeeting(sp, workspaceId, d, now, recovered));
       } catch (err) {
-        if (attempt < 5 && isUniqueViolation(err, "appointments_recovers_once")) continue;
+        if (recovered !== null && attempt < 5 && isUniqueViolation(err, "appointments_recovers_once"))
+          continue;
         mapBookingError(err);
       }
     }
@@ -240,25 +287,52 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
       range: { from: Date; to: Date },
       days: { first: LocalDay; last: LocalDay },
     ): Promise<Occupancy> {
-      const [busy, perDay, perAssigneeDay] = await Promise.all([
-        sql<Busy[]>`
-          select assignee_user_id, start_at, end_at from appointments
+      const inRange = sql`end_at > ${range.from} and start_at < ${range.to}`;
+      const ofCalendar = sql`calendar_id = ${calendar.id} and local_day between ${days.first} and ${days.last}`;
+      // Every scheduled meeting of the assignees starting from two days before the range (none is longer:
+      // appointments_within_two_days) to two days after it (the last local day's end): one index-only scan
+      // (appointments_busy), one row per assignee. Its busy time in the range, and its meetings of this
+      // calendar on the range's local days as day numbers from the first.
+      const [busy, perDay] = await Promise.all([
+        sql<
+          Array<{
+            assigneeUserId: string;
+            starts: number[] | null;
+            ends: number[] | null;
+            days: number[] | null;
+          }>
+        >`
+          select assignee_user_id,
+            array_agg(round(date_part('epoch', start_at) * 1000)) filter (where ${inRange}) as starts,
+            array_agg(round(date_part('epoch', end_at) * 1000)) filter (where ${inRange}) as ends,
+            array_agg(local_day - ${days.first}::date) filter (where ${ofCalendar}) as days
+          from appointments
           where workspace_id = ${workspaceId} and status = 'scheduled'
             and assignee_user_id = any(${calendar.assigneeUserIds})
-            and tstzrange(start_at, end_at, '[)') && tstzrange(${range.from}, ${range.to}, '[)')`,
+            and start_at >= ${new Date(range.from.getTime() - 2 * DAY_MS)}
+            and start_at < ${new Date(range.to.getTime() + 2 * DAY_MS)}
+          group by assignee_user_id`,
         sql<{ day: string; count: number }[]>`
           select local_day::text as day, count from day_counts
           where calendar_id = ${calendar.id} and local_day between ${days.first} and ${days.last}`,
-        sql<{ assigneeUserId: string; day: string; count: number }[]>`
-          select assignee_user_id, local_day::text as day, count(*)::int as count from appointments
-          where calendar_id = ${calendar.id} and status = 'scheduled'
-            and local_day between ${days.first} and ${days.last}
-          group by 1, 2`,
       ]);
+      // Counted by day number first: a name per day and assignee, not per meeting.
+      const perAssigneeDay = new Map<string, number>();
+      const first = Date.parse(`${days.first}T00:00:00Z`);
+      const span = Math.round((Date.parse(`${days.last}T00:00:00Z`) - first) / DAY_MS) + 1;
+      const dayName = (n: number) => new Date(first + n * DAY_MS).toISOString().slice(0, 10);
+      for (const r of busy) {
+        if (!r.days) continue;
+        const counts = new Array<number>(span).fill(0);
+        for (const n of r.days) counts[n] = (counts[n] ?? 0) + 1;
+        counts.forEach((count, n) => {
+          if (count > 0) perAssigneeDay.set(`${r.assigneeUserId} ${dayName(n)}`, count);
+        });
+      }
       return {
-        busy,
+        busy: new Map(busy.map((r) => [r.assigneeUserId, { starts: r.starts ?? [], ends: r.ends ?? [] }])),
         perDay: new Map(perDay.map((r) => [r.day, r.count])),
-        perAssigneeDay: new Map(perAssigneeDay.map((r) => [`${r.assigneeUserId} ${r.day}`, r.count])),
+        perAssigneeDay,
       };
     },
   };

@@ -18,7 +18,11 @@ export interface CalendarRecord {
 
 export type CalendarInput = Omit<CalendarRecord, "id" | "workspaceId" | "createdAt">;
 
+/** Calendars kept in memory: a calendar never changes once created (API.md §2 has no update). */
+const CACHED = 10_000;
+
 export function calendarStore(sql: Sql) {
+  const cache = new Map<string, CalendarRecord>();
   return {
     async create(workspaceId: string, input: CalendarInput, now: Date): Promise<CalendarRecord> {
       try {
@@ -57,8 +61,15 @@ export function calendarStore(sql: Sql) {
       id: string,
       db: Sql | TransactionSql = sql,
     ): Promise<CalendarRecord | undefined> {
+      const key = `${workspaceId} ${id}`;
+      const cached = cache.get(key);
+      if (cached) return cached;
       const [row] = await db<CalendarRecord[]>`
         select * from calendars where workspace_id = ${workspaceId} and id = ${id}`;
+      if (row) {
+        if (cache.size >= CACHED) cache.delete(cache.keys().next().value!);
+        cache.set(key, row);
+      }
       return row;
     },
   };

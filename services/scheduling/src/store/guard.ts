@@ -32,7 +32,26 @@ const RESERVE = `local n = redis.call('GET', KEYS[1])
 if not n then return -1 end
 if tonumber(n) >= tonumber(ARGV[1]) then return 0 end
 return redis.call('INCR', KEYS[1])`;
-const UNRESERVE = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0`;
+// A booking's claim and reservation in one round trip (KEYS: time lock, day counter; ARGV: token, lock ms,
+// cap). -2: the time is taken; otherwise the time is claimed and the answer is RESERVE's.
+const HOLD = `if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return -2 end
+local n = redis.call('GET', KEYS[2])
+if not n then return -1 end
+if tonumber(n) >= tonumber(ARGV[3]) then return 0 end
+return redis.call('INCR', KEYS[2])`;
+// The end of a hold in one round trip (KEYS: time lock, day counter; ARGV: token, "1" to give the place back).
+const UNHOLD = `if ARGV[2] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('DECR', KEYS[2]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/** A booking's claim on its time and, unless the day looked full, a place on its day. */
+export interface Hold {
+  /** Redis counted a place for this booking: give it back if the booking does not happen. */
+  reserved: boolean;
+  /** Redis's counter says the day is at its cap (PostgreSQL has the last word). */
+  full: boolean;
+  release(booked: boolean): Promise<void>;
+}
 
 export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger }) {
   const { redis, prefix, log } = opts;
@@ -81,35 +100,52 @@ export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger }
     },
 
     /**
-     * Reserves a place on a calendar's day; "full" when the counter is at the
-     * cap. A missing counter is rebuilt from `count` (PostgreSQL) first. The
-     * release gives the place back when the booking did not happen.
+     * A booking's hold: its assignee's start time claimed ("taken" while
+     * another attempt holds it) and a place reserved on its calendar's day, in
+     * one round trip, released in one (both keys live in one Redis). A
+     * missing counter is rebuilt from `count` (PostgreSQL) first; Redis down
+     * means no hold at all (PostgreSQL decides alone).
      */
-    async reservePlace(
+    async hold(
+      workspaceId: string,
+      assigneeUserId: string,
+      startAt: Date,
       calendarId: string,
       day: LocalDay,
       cap: number,
       count: () => Promise<number>,
-    ): Promise<Release | "full"> {
-      const key = dayKey(calendarId, day);
+    ): Promise<Hold | "taken"> {
+      const time = timeKey(workspaceId, assigneeUserId, startAt);
+      const place = dayKey(calendarId, day);
+      const token = randomBytes(12).toString("base64url");
       let result = await attempt(
-        "reserve",
+        "hold",
         undefined,
-        () => redis.eval(RESERVE, 1, key, cap) as Promise<number>,
+        () => redis.eval(HOLD, 2, time, place, token, LOCK_MS, cap) as Promise<number>,
       );
+      if (result === -2) return "taken";
+      if (result === undefined) return { reserved: false, full: false, release: noop };
       if (result === -1) {
         const seed = await count();
-        await attempt("rebuild", undefined, () => redis.set(key, seed, "PX", COUNTER_MS, "NX"));
+        await attempt("rebuild", undefined, () => redis.set(place, seed, "PX", COUNTER_MS, "NX"));
         result = await attempt(
           "reserve",
           undefined,
-          () => redis.eval(RESERVE, 1, key, cap) as Promise<number>,
+          () => redis.eval(RESERVE, 1, place, cap) as Promise<number>,
         );
       }
-      if (result === 0) return "full";
-      if (result === undefined || result === -1) return noop;
-      return async () => {
-        await attempt("unreserve", 0, () => redis.eval(UNRESERVE, 1, key) as Promise<number>);
+      const reserved = result !== undefined && result > 0;
+      return {
+        reserved,
+        full: result === 0,
+        release: async (booked) => {
+          const giveBack = reserved && !booked ? "1" : "0";
+          await attempt(
+            "release",
+            0,
+            () => redis.eval(UNHOLD, 2, time, place, token, giveBack) as Promise<number>,
+          );
+        },
       };
     },
 
