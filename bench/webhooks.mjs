@@ -18,7 +18,9 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 400); // per phase; × 20 subs
 const BASELINE = Number(process.env.BENCH_BASELINE_REQUESTS ?? 8000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const PHASE_LIMIT_MS = 120_000;
-const ENV = "benchhooks";
+const ENV = process.env.BENCH_ENV ?? "benchhooks";
+// Extra node flags for the webhooks process only (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
 const env = {
   ...process.env,
@@ -56,7 +58,12 @@ const receiverUrl = await new Promise((resolve) =>
   receiver.stdout.once("data", (d) => resolve(`http://127.0.0.1:${String(d).trim()}`)),
 );
 const stats = async () => (await fetch(`${receiverUrl}/stats`)).json();
-const stack = await startStack({ env, port: 0, stdio: "ignore" });
+const stack = await startStack({
+  env,
+  port: 0,
+  stdio: "ignore",
+  nodeArgs: (name) => (name === "webhooks" ? NODE_ARGS : []),
+});
 
 async function call(method, path, body, key) {
   const res = await fetch(`${stack.gatewayUrl}${path}`, {

@@ -69,6 +69,25 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
     update subscriptions set active = false, disabled_reason = ${reason}, updated_at = ${now}
     where id = ${subscriptionId}`;
 
+  /**
+   * Successful attempts, in one statement (atomic as a whole): each
+   * delivery delivered, and its subscription's breaker clock cleared.
+   */
+  async function recordDelivered(done: Array<{ claimed: Claimed; status: number; at: Date }>): Promise<void> {
+    if (done.length === 0) return;
+    const now = new Date(Math.max(...done.map((d) => d.at.getTime())));
+    await sql`
+      with healthy as (
+        update subscriptions set failing_since = null, updated_at = ${now}
+        where id = any(${[...new Set(done.map((d) => d.claimed.subscriptionId))]}::text[])
+          and failing_since is not null)
+      update deliveries set status = 'delivered', attempts = a.attempts, response_status = a.status,
+        last_error = null, last_attempt_at = a.at, lease_until = null, next_attempt_at = null
+      from unnest(${done.map((d) => d.claimed.id)}::text[], ${done.map((d) => d.claimed.attempts + 1)}::int[],
+        ${done.map((d) => d.status)}::int[], ${done.map((d) => d.at.toISOString())}::timestamptz[]) as a(id, attempts, status, at)
+      where deliveries.id = a.id`;
+  }
+
   return {
     /**
      * One delivery per active subscription of the workspace to the event's
@@ -112,24 +131,42 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
     },
 
     /**
-     * Takes a pending, due delivery for one attempt: a lease of `leaseMs`
-     * keeps any other copy of its job from sending at the same time.
+     * Takes pending, due deliveries for one attempt each, in one statement:
+     * a lease of `leaseMs` keeps any other copy of their jobs from sending at
+     * the same time. Answers id by id; an id asked twice is claimed once (its
+     * second job waits out the lease).
      */
-    async claim(id: string, now: Date, leaseMs: number): Promise<Claimed | Unclaimable> {
-      const [row] = await sql<Claimed[]>`
+    async claimAll(ids: string[], now: Date, leaseMs: number): Promise<Array<Claimed | Unclaimable>> {
+      const rows = await sql<Claimed[]>`
         update deliveries d set lease_until = ${new Date(now.getTime() + leaseMs)}
         from subscriptions s
-        where d.id = ${id} and s.id = d.subscription_id and d.status = 'pending'
+        where d.id = any(${ids}::text[]) and s.id = d.subscription_id and d.status = 'pending'
           and (d.lease_until is null or d.lease_until <= ${now})
           and (d.next_attempt_at is null or d.next_attempt_at <= ${now})
         returning d.id, d.subscription_id, d.event, d.body, d.attempts, s.url, s.key_id, s.active,
           s.secret, s.previous_secret, s.previous_secret_until`;
-      if (row) return row;
-      const [held] = await sql<{ status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }[]>`
-        select status, lease_until, next_attempt_at from deliveries where id = ${id}`;
-      if (held?.status !== "pending") return { final: true };
-      const due = Math.max(held.leaseUntil?.getTime() ?? 0, held.nextAttemptAt?.getTime() ?? 0);
-      return { final: false, waitMs: Math.max(1, due - now.getTime()) };
+      const claimed = new Map(rows.map((r) => [r.id, r]));
+      const rest = ids.filter((id) => !claimed.has(id));
+      const held = new Map<string, { status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }>();
+      if (rest.length > 0) {
+        for (const h of await sql<
+          { id: string; status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }[]
+        >`
+          select id, status, lease_until, next_attempt_at from deliveries where id = any(${rest}::text[])`)
+          held.set(h.id, h);
+      }
+      return ids.map((id): Claimed | Unclaimable => {
+        const row = claimed.get(id);
+        if (row) {
+          claimed.delete(id);
+          return row;
+        }
+        if (rows.some((r) => r.id === id)) return { final: false, waitMs: leaseMs };
+        const h = held.get(id);
+        if (h?.status !== "pending") return { final: true };
+        const due = Math.max(h.leaseUntil?.getTime() ?? 0, h.nextAttemptAt?.getTime() ?? 0);
+        return { final: false, waitMs: Math.max(1, due - now.getTime()) };
+      });
     },
 
     /** Gives a claimed delivery back without an attempt (the key could not be checked). */
@@ -157,13 +194,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         lease_until: null,
       };
       if (result.ok) {
-        // The common case in one statement (one round trip, atomic as a whole).
-        await sql`
-          with healthy as (
-            update subscriptions set failing_since = null, updated_at = ${now}
-            where id = ${claimed.subscriptionId} and failing_since is not null)
-          update deliveries set ${sql({ ...attempt, status: "delivered", next_attempt_at: null })}
-          where id = ${claimed.id}`;
+        await recordDelivered([{ claimed, status: result.status ?? 200, at: now }]);
         return { status: "delivered" };
       }
       return sql.begin(async (tx) => {
@@ -184,6 +215,9 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         return next;
       });
     },
+
+    /** Successful attempts, in one statement (see recordDelivered). */
+    recordDelivered,
 
     /**
      * The subscription's key lost the event's read scope or was revoked
