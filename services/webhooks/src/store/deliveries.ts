@@ -1,6 +1,5 @@
 import {
   type EventEnvelope,
-  firstDelivery,
   newId,
   type Sql,
   type TransactionSql,
@@ -94,21 +93,42 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      * type that existed when it occurred, each with its job, once per event
      * (the inbox) and once per subscription and event (the unique key), also
      * when the event comes twice or two copies handle it at once.
-     * Returns how many deliveries it created.
+     * Many events in one transaction of four statements, whatever their
+     * workspaces and types: all of them or none. Returns how many deliveries
+     * it created.
      */
-    async fanOut(messageId: string, event: EventEnvelope, now: Date): Promise<number> {
+    async fanOut(events: EventEnvelope[], now: Date): Promise<number> {
+      if (events.length === 0) return 0;
       return sql.begin(async (tx) => {
-        if (!(await firstDelivery(tx, FANOUT, messageId))) return 0;
-        const subs = await tx<{ id: string }[]>`
-          select id from subscriptions
-          where workspace_id = ${event.workspaceId} and active and events @> ${[event.type]}::text[]
-            and created_at <= ${new Date(event.occurredAt)}`;
-        if (subs.length === 0) return 0;
-        const ids = subs.map(() => newId("dlv", now.getTime()));
+        // The same event twice in one batch (a redelivery) is fanned out once; ids in order, so two copies
+        // of the service inserting overlapping batches wait for each other instead of deadlocking.
+        const fresh = new Set(
+          (
+            await tx<{ messageId: string }[]>`
+              insert into inbox (consumer, message_id)
+              select ${FANOUT}, m from unnest(${[...new Set(events.map((e) => e.id))].sort()}::text[]) as m
+              on conflict do nothing returning message_id`
+          ).map((r) => r.messageId),
+        );
+        const todo = events.filter((e) => fresh.delete(e.id));
+        if (todo.length === 0) return 0;
+        const matches = await tx<{ n: number; id: string }[]>`
+          select e.n::int as n, s.id
+          from unnest(${todo.map((e) => e.workspaceId)}::text[], ${todo.map((e) => e.type)}::text[],
+            ${todo.map((e) => new Date(e.occurredAt).toISOString())}::timestamptz[])
+            with ordinality as e(workspace_id, type, occurred_at, n)
+          join subscriptions s on s.workspace_id = e.workspace_id and s.active
+            and s.events @> array[e.type] and s.created_at <= e.occurred_at`;
+        if (matches.length === 0) return 0;
+        const bodies = todo.map(deliveryBody);
+        const of = (m: { n: number }) => todo[m.n - 1]!;
         const created = await tx<{ id: string; subscriptionId: string }[]>`
           insert into deliveries (id, subscription_id, workspace_id, event_id, event, body, created_at)
-          select d.id, d.sub, ${event.workspaceId}, ${event.id}, ${event.type}, ${deliveryBody(event)}, ${now}
-          from unnest(${ids}::text[], ${subs.map((s) => s.id)}::text[]) as d(id, sub)
+          select d.id, d.sub, d.workspace_id, d.event_id, d.event, d.body, ${now}
+          from unnest(${matches.map(() => newId("dlv", now.getTime()))}::text[],
+            ${matches.map((m) => m.id)}::text[], ${matches.map((m) => of(m).workspaceId)}::text[],
+            ${matches.map((m) => of(m).id)}::text[], ${matches.map((m) => of(m).type)}::text[],
+            ${matches.map((m) => bodies[m.n - 1]!)}::text[]) as d(id, sub, workspace_id, event_id, event, body)
           on conflict (subscription_id, event_id) do nothing
           returning id, subscription_id`;
         await writeMessage(
