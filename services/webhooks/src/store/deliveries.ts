@@ -1,10 +1,4 @@
-import {
-  type EventEnvelope,
-  newId,
-  type Sql,
-  type TransactionSql,
-  writeMessage,
-} from "@funil/db";
+import { type EventEnvelope, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
 import type { AttemptResult, Next } from "../schedule.js";
 
 /** A delivery as the API shows it (SPEC.md §2 Webhook delivery). */
