@@ -2,23 +2,32 @@
 // local receiver across 20 subscriptions, measured against a raw undici POST loop to the same receiver in
 // the same run; then 5 of the 20 receivers hang until the timeout and the 15 fast ones are measured
 // again. Events are published straight onto the EVENTS stream, so the numbers are the webhooks process's:
-// fan-out, queueing, the key check at the gateway's Auth, signing, sending and recording. Bounded in
-// count and time; progress on stderr; results appended to bench/RESULTS-webhooks.md.
+// fan-out, queueing, the key check at the gateway's Auth, signing, sending and recording.
+// After a warm-up (not reported), BENCH_RUNS runs of the three measurements, each run's ratios taken
+// within the run, and the median of every column reported, with the CPU per request of the webhooks
+// process, the gateway (its Auth answers the key checks), the receiver and the baseline's client (from
+// /proc), and the webhooks process's RSS. A phase that cannot finish within PHASE_LIMIT_MS is reported
+// as such, not waited for. Progress on stderr; results appended to bench/RESULTS-webhooks.md.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
+import { cpus } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { Agent, request } from "undici";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
+import { watch } from "./procstat.mjs";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 400); // per phase; × 20 subscriptions = deliveries
 const BASELINE = Number(process.env.BENCH_BASELINE_REQUESTS ?? 8000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
-const PHASE_LIMIT_MS = 120_000;
-const ENV = "benchhooks";
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const PHASE_LIMIT_MS = Number(process.env.BENCH_PHASE_LIMIT_MS ?? 120_000);
+const ENV = process.env.BENCH_ENV ?? "benchhooks";
+// Extra node flags for the webhooks process only (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
 
 const env = {
   ...process.env,
@@ -56,7 +65,13 @@ const receiverUrl = await new Promise((resolve) =>
   receiver.stdout.once("data", (d) => resolve(`http://127.0.0.1:${String(d).trim()}`)),
 );
 const stats = async () => (await fetch(`${receiverUrl}/stats`)).json();
-const stack = await startStack({ env, port: 0, stdio: "ignore" });
+const stack = await startStack({
+  env,
+  port: 0,
+  // BENCH_LOG=<file>: the stack's output (warnings and errors) goes there instead of nowhere.
+  stdio: process.env.BENCH_LOG ?? "ignore",
+  nodeArgs: (name) => (name === "webhooks" ? NODE_ARGS : []),
+});
 
 async function call(method, path, body, key) {
   const res = await fetch(`${stack.gatewayUrl}${path}`, {
@@ -65,15 +80,7 @@ async function call(method, path, body, key) {
     body: body ? JSON.stringify(body) : undefined,
   });
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
-
-/** CPU time (µs) and RSS (MB) of a process, from /proc. */
-function usage(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  const ticks = Number(stat[11]) + Number(stat[12]); // utime + stime, in clock ticks (100 per second)
-  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
-  return { cpuUs: ticks * 10_000, rssMb: rss };
+  return res.status === 204 ? undefined : res.json();
 }
 
 const body = JSON.stringify({
@@ -90,14 +97,29 @@ const body = JSON.stringify({
   },
 });
 
+const median = (xs) => {
+  const sorted = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const pids = {
+  webhooks: () => [stack.pid("webhooks")].filter(Boolean),
+  gateway: () => [stack.pid("gateway")].filter(Boolean),
+  receiver: () => [receiver.pid],
+  client: () => [process.pid],
+};
+
 /** The baseline: the same POSTs (size, keep-alive, concurrency bound) straight from undici. */
-async function baseline() {
+async function baseline(requests) {
   const agent = new Agent({ keepAliveTimeout: 30_000 });
   let next = 0;
+  const w = watch(pids);
+  w.start();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
-      while (next < BASELINE) {
+      while (next < requests) {
         const i = next++;
         const res = await request(`${receiverUrl}/base/${i % 20}`, {
           method: "POST",
@@ -109,34 +131,46 @@ async function baseline() {
       }
     }),
   );
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = w.stop();
   await agent.close();
-  return BASELINE / ((performance.now() - started) / 1000);
+  return {
+    rate: requests / seconds,
+    clientUs: (cpu.client.cpu * 1e6) / requests,
+    receiverUs: (cpu.receiver.cpu * 1e6) / requests,
+  };
 }
 
-/** One phase: 20 subscriptions (`hanging` of them on /hang/), EVENTS events; the fast deliveries/s. */
-async function phase(name, hanging) {
+/**
+ * One phase: 20 subscriptions (`hanging` of them on /hang/), `events` events; the fast deliveries/s.
+ * Its subscriptions are deleted at the end (their pending retries with them), and the next phase
+ * starts once the receiver holds no hanging request any more.
+ */
+async function phase(name, hanging, events) {
   const ws = await call("POST", "/admin/v1/workspaces", { name });
   const { secret: key } = await call("POST", `/admin/v1/workspaces/${ws.id}/keys`, {
     name: "bench",
     scopes: ["webhooks.manage", "contacts.read"],
   });
   const fastPaths = [];
+  const subscriptions = [];
   for (let i = 0; i < 20; i++) {
     const path = i < hanging ? `/hang/${name}-${i}` : `/fast/${name}-${i}`;
     if (i >= hanging) fastPaths.push(path);
-    await call(
+    const { subscription } = await call(
       "POST",
       "/api/v1/webhooks",
       { url: `${receiverUrl}${path}`, events: ["contact.created"] },
       key,
     );
+    subscriptions.push(subscription.id);
   }
-  const expected = EVENTS * fastPaths.length;
+  const expected = events * fastPaths.length;
   const js = jetstream(nc);
-  const pid = stack.pid("webhooks");
-  const before = usage(pid);
+  const w = watch(pids);
+  w.start();
   const started = performance.now();
-  for (let i = 0; i < EVENTS; i++) {
+  for (let i = 0; i < events; i++) {
     const id = `evt_${randomUUID()}`;
     const envelope = {
       id,
@@ -155,11 +189,15 @@ async function phase(name, hanging) {
   }
   let delivered = 0;
   let lastReport = 0;
+  let finished = true;
   while (delivered < expected) {
-    if (performance.now() - started > PHASE_LIMIT_MS)
-      throw new Error(`${name}: ${delivered}/${expected} after ${PHASE_LIMIT_MS} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-    const counts = await stats();
+    if (performance.now() - started > PHASE_LIMIT_MS) {
+      finished = false;
+      log(`${name}: ${delivered}/${expected} after ${PHASE_LIMIT_MS} ms: reported as not finished`);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const { counts } = await stats();
     delivered = fastPaths.reduce((n, p) => n + (counts[p] ?? 0), 0);
     if (performance.now() - lastReport > 2000) {
       lastReport = performance.now();
@@ -167,37 +205,83 @@ async function phase(name, hanging) {
     }
   }
   const seconds = (performance.now() - started) / 1000;
-  const after = usage(pid);
+  const cpu = w.stop();
+  for (const id of subscriptions) await call("DELETE", `/api/v1/webhooks/${id}`, undefined, key);
+  for (let waited = 0; (await stats()).hanging > 0 && waited < 30_000; waited += 250)
+    await new Promise((r) => setTimeout(r, 250));
   return {
-    rate: expected / seconds,
-    cpuUsPerDelivery: (after.cpuUs - before.cpuUs) / expected,
-    rssMb: after.rssMb,
-    seconds,
+    finished,
+    delivered,
+    expected,
+    rate: delivered / seconds,
+    webhooksUs: (cpu.webhooks.cpu * 1e6) / delivered,
+    gatewayUs: (cpu.gateway.cpu * 1e6) / delivered,
+    receiverUs: (cpu.receiver.cpu * 1e6) / delivered,
+    rssMb: cpu.webhooks.rss,
   };
 }
 
+const f0 = (x) => (Number.isFinite(x) ? x.toFixed(0) : "–");
+const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : "–");
+const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)} %` : "–");
+
 try {
-  log(`baseline: ${BASELINE} raw undici POSTs, ${CONCURRENCY} at a time`);
-  const raw = await baseline();
-  log(`baseline: ${raw.toFixed(0)} POST/s`);
-  const fast = await phase("fast", 0);
-  log(`20 fast receivers: ${fast.rate.toFixed(0)} deliveries/s`);
-  const mixed = await phase("mixed", 5);
-  log(`15 fast + 5 hanging: ${mixed.rate.toFixed(0)} fast deliveries/s`);
-  const ratio = fast.rate / raw;
-  const kept = mixed.rate / fast.rate;
+  log("warm-up (not reported)");
+  await baseline(Math.min(BASELINE, 2000));
+  await phase("warmup", 0, Math.max(20, EVENTS >> 2));
+  const runs = [];
+  for (let r = 1; r <= RUNS; r++) {
+    log(`run ${r}/${RUNS}: baseline, ${BASELINE} raw undici POSTs, ${CONCURRENCY} at a time`);
+    const raw = await baseline(BASELINE);
+    log(`run ${r}: baseline ${raw.rate.toFixed(0)} POST/s`);
+    const fast = await phase(`fast${r}`, 0, EVENTS);
+    log(`run ${r}: 20 fast receivers ${fast.rate.toFixed(0)} deliveries/s`);
+    const mixed = await phase(`mixed${r}`, 5, EVENTS);
+    log(`run ${r}: 15 fast + 5 hanging ${mixed.rate.toFixed(0)} fast deliveries/s`);
+    runs.push({ raw, fast, mixed, ratio: fast.rate / raw.rate, kept: mixed.rate / fast.rate });
+  }
+  const unfinished = runs.flatMap((r, i) =>
+    [r.fast, r.mixed].filter((p) => !p.finished).map((p) => `run ${i + 1}: ${p.delivered}/${p.expected}`),
+  );
+  const row = (label, x) =>
+    `| ${label} | ${f0(x.raw.rate)} | ${f0(x.raw.clientUs)} | ${f0(x.raw.receiverUs)} | ${f0(x.fast.rate)} | ${f2(x.ratio)} | ${f0(x.fast.webhooksUs)} | ${f0(x.fast.gatewayUs)} | ${f0(x.fast.receiverUs)} | ${f0(x.fast.rssMb)} | ${f0(x.mixed.rate)} | ${pct(x.kept)} | ${f0(x.mixed.webhooksUs)} | ${f0(x.mixed.rssMb)} |`;
+  const pick = (f) => median(runs.map(f));
+  const med = {
+    raw: {
+      rate: pick((r) => r.raw.rate),
+      clientUs: pick((r) => r.raw.clientUs),
+      receiverUs: pick((r) => r.raw.receiverUs),
+    },
+    fast: {
+      rate: pick((r) => r.fast.rate),
+      webhooksUs: pick((r) => r.fast.webhooksUs),
+      gatewayUs: pick((r) => r.fast.gatewayUs),
+      receiverUs: pick((r) => r.fast.receiverUs),
+      rssMb: pick((r) => r.fast.rssMb),
+    },
+    mixed: {
+      rate: pick((r) => r.mixed.rate),
+      webhooksUs: pick((r) => r.mixed.webhooksUs),
+      rssMb: pick((r) => r.mixed.rssMb),
+    },
+    ratio: pick((r) => r.ratio),
+    kept: pick((r) => r.kept),
+  };
+  const minKept = Math.min(...runs.map((r) => r.kept));
+  const load = (await import("node:os")).loadavg()[0];
   const date = new Date().toISOString().slice(0, 16).replace("T", " ");
   const lines = [
     "",
-    `### ${date} UTC, ${EVENTS} events per phase, ${process.platform}, ${(await import("node:os")).cpus().length} cores`,
+    `### ${date} UTC, ${RUNS} runs of ${EVENTS} events per phase (× 20 subscriptions), baseline ${BASELINE} POSTs at ${CONCURRENCY} in flight, ${process.platform}, ${cpus().length} cores, load average ${load.toFixed(1)}`,
     "",
-    "| scenario | per second | vs baseline | webhooks CPU µs per delivery | webhooks RSS MB |",
-    "|---|---|---|---|---|",
-    `| raw undici POST loop (${CONCURRENCY} in flight) | ${raw.toFixed(0)} | 1.00 | | |`,
-    `| 20 fast receivers | ${fast.rate.toFixed(0)} | ${ratio.toFixed(2)} | ${fast.cpuUsPerDelivery.toFixed(0)} | ${fast.rssMb.toFixed(0)} |`,
-    `| 15 fast + 5 hanging (fast ones) | ${mixed.rate.toFixed(0)} | ${(mixed.rate / raw).toFixed(2)} | ${mixed.cpuUsPerDelivery.toFixed(0)} | ${mixed.rssMb.toFixed(0)} |`,
+    "CPU columns are µs per request of one process (utime + stime from /proc): the baseline's client and the receiver during the raw loop; webhooks, the gateway (Auth) and the receiver per fast delivery.",
     "",
-    `Fast receivers keep ${(kept * 100).toFixed(0)} % of their rate while 5 hang (goal ≥ 80 %); webhooks/baseline ${ratio.toFixed(2)} (goal ≥ 0.5); ${fast.rate >= 500 ? "≥" : "<"} 500 deliveries/s.`,
+    "| run | raw POST/s | client CPU | receiver CPU | 20 fast: deliveries/s | vs raw | webhooks CPU | gateway CPU | receiver CPU | webhooks RSS MB | 15 fast + 5 hanging: fast/s | kept | webhooks CPU | webhooks RSS MB |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ...runs.map((r, i) => row(String(i + 1), r)),
+    row("**median**", med),
+    "",
+    `Median webhooks/raw ${f2(med.ratio)} (goal ≥ 0.5: ${med.ratio >= 0.5 ? "met" : "not met"}); fast receivers keep ${pct(med.kept)} of their rate while 5 hang, lowest run ${pct(minKept)} (goal ≥ 80 %: ${minKept >= 0.8 ? "met in every run" : med.kept >= 0.8 ? "met by the median, not in every run" : "not met"}); ${med.fast.rate >= 500 ? "≥" : "<"} 500 deliveries/s.${unfinished.length ? ` Not finished within ${PHASE_LIMIT_MS} ms: ${unfinished.join(", ")} (rates are of what was delivered).` : ""}`,
   ];
   appendFileSync(new URL("./RESULTS-webhooks.md", import.meta.url), `${lines.join("\n")}\n`);
   process.stdout.write(`${lines.join("\n")}\n`);

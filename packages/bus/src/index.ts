@@ -44,6 +44,9 @@ export async function connectBus(url: string, name: string): Promise<NatsConnect
     reconnectTimeWait: BUS_TIMING.reconnectWaitMs,
     reconnectJitter: BUS_TIMING.reconnectJitterMs,
     timeout: 5000,
+    // Without this every request (each JetStream publish of an outbox relay) builds two Error objects
+    // with stack traces up front, in case it fails: 3 % of the webhooks process's CPU in its profile.
+    noAsyncTraces: true,
   });
 }
 

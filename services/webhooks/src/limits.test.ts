@@ -41,4 +41,16 @@ describe("issue 11: bounded attempts in flight, overall and per subscription", (
     expect(limits.backoffMs("slow")).toBeLessThanOrEqual(5_000 * 1.5);
     expect(limits.backoffMs("fast")).toBeLessThan(200);
   });
+
+  it("a subscription whose first attempts still hang waits as long as they have been running", async () => {
+    const limits = new InFlight(10, 1, 5_000);
+    const hanging = await limits.acquire("hang");
+    await new Promise((r) => setTimeout(r, 300));
+    // No attempt of it has finished yet, so no duration is known: the running one's age counts.
+    expect(limits.backoffMs("hang")).toBeGreaterThanOrEqual(290);
+    hanging();
+    const again = await limits.acquire("hang");
+    again();
+    expect(limits.backoffMs("other")).toBeLessThan(200);
+  });
 });

@@ -2,18 +2,24 @@ import { consume, type NatsConnection } from "@funil/bus";
 import type { Clock, Logger, Naming } from "@funil/config";
 import type { EventEnvelope } from "@funil/db";
 import { WEBHOOK_EVENTS } from "@funil/schemas";
+import { batcher } from "../batch.js";
 import { InFlight } from "../limits.js";
 import type { DeliveryStore } from "../store/deliveries.js";
 
-/** Events fanned out at once: each is a transaction of its own, and their order does not matter. */
-const PARALLEL = 16;
+/** Events being fanned out at once; their order does not matter. */
+const PARALLEL = 256;
+/** Events fanned out in one transaction. */
+const BATCH = 64;
 
 /**
  * The durable consumer of EVENTS (issue 11 §2): each subscribable event
  * becomes one delivery per matching active subscription of its workspace,
  * queued on WEBHOOK_DELIVERIES through the outbox. Copies of the service
  * share the consumer; the store makes a redelivered event a no-op, so
- * events are fanned out side by side rather than one commit after another.
+ * events are fanned out side by side rather than one commit after another:
+ * the events that arrive in the same turn share one transaction (one per
+ * event held up to 16 of the pool's connections and left the sender
+ * waiting for one).
  */
 export async function startFanOut(deps: {
   nc: NatsConnection;
@@ -25,6 +31,10 @@ export async function startFanOut(deps: {
   const slots = new InFlight(PARALLEL, 1, 0);
   const running = new Set<Promise<void>>();
   const onError = (err: unknown) => deps.log.warn({ err }, "webhook fan-out failed; the event comes back");
+  const fanOut = batcher(async (events: EventEnvelope[]) => {
+    await deps.deliveries.fanOut(events, deps.clock.now());
+    return events.map(() => undefined);
+  }, BATCH);
   const consumer = await consume(
     deps.nc,
     {
@@ -39,8 +49,7 @@ export async function startFanOut(deps: {
         return;
       }
       const release = await slots.acquire(event.id);
-      const work = deps.deliveries
-        .fanOut(event.id, event, deps.clock.now())
+      const work = fanOut(event)
         .then(
           () => m.ack(),
           (err) => {

@@ -1,11 +1,4 @@
-import {
-  type EventEnvelope,
-  firstDelivery,
-  newId,
-  type Sql,
-  type TransactionSql,
-  writeMessage,
-} from "@funil/db";
+import { type EventEnvelope, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
 import type { AttemptResult, Next } from "../schedule.js";
 
 /** A delivery as the API shows it (SPEC.md §2 Webhook delivery). */
@@ -69,27 +62,67 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
     update subscriptions set active = false, disabled_reason = ${reason}, updated_at = ${now}
     where id = ${subscriptionId}`;
 
+  /**
+   * Successful attempts, in one statement (atomic as a whole): each
+   * delivery delivered, and its subscription's breaker clock cleared.
+   */
+  async function recordDelivered(done: Array<{ claimed: Claimed; status: number; at: Date }>): Promise<void> {
+    if (done.length === 0) return;
+    const now = new Date(Math.max(...done.map((d) => d.at.getTime())));
+    await sql`
+      with healthy as (
+        update subscriptions set failing_since = null, updated_at = ${now}
+        where id = any(${[...new Set(done.map((d) => d.claimed.subscriptionId))]}::text[])
+          and failing_since is not null)
+      update deliveries set status = 'delivered', attempts = a.attempts, response_status = a.status,
+        last_error = null, last_attempt_at = a.at, lease_until = null, next_attempt_at = null
+      from unnest(${done.map((d) => d.claimed.id)}::text[], ${done.map((d) => d.claimed.attempts + 1)}::int[],
+        ${done.map((d) => d.status)}::int[], ${done.map((d) => d.at.toISOString())}::timestamptz[]) as a(id, attempts, status, at)
+      where deliveries.id = a.id`;
+  }
+
   return {
     /**
      * One delivery per active subscription of the workspace to the event's
      * type that existed when it occurred, each with its job, once per event
      * (the inbox) and once per subscription and event (the unique key), also
      * when the event comes twice or two copies handle it at once.
-     * Returns how many deliveries it created.
+     * Many events in one transaction of four statements, whatever their
+     * workspaces and types: all of them or none. Returns how many deliveries
+     * it created.
      */
-    async fanOut(messageId: string, event: EventEnvelope, now: Date): Promise<number> {
+    async fanOut(events: EventEnvelope[], now: Date): Promise<number> {
+      if (events.length === 0) return 0;
       return sql.begin(async (tx) => {
-        if (!(await firstDelivery(tx, FANOUT, messageId))) return 0;
-        const subs = await tx<{ id: string }[]>`
-          select id from subscriptions
-          where workspace_id = ${event.workspaceId} and active and events @> ${[event.type]}::text[]
-            and created_at <= ${new Date(event.occurredAt)}`;
-        if (subs.length === 0) return 0;
-        const ids = subs.map(() => newId("dlv", now.getTime()));
+        // The same event twice in one batch (a redelivery) is fanned out once; ids in order, so two copies
+        // of the service inserting overlapping batches wait for each other instead of deadlocking.
+        const fresh = new Set(
+          (
+            await tx<{ messageId: string }[]>`
+              insert into inbox (consumer, message_id)
+              select ${FANOUT}, m from unnest(${[...new Set(events.map((e) => e.id))].sort()}::text[]) as m
+              on conflict do nothing returning message_id`
+          ).map((r) => r.messageId),
+        );
+        const todo = events.filter((e) => fresh.delete(e.id));
+        if (todo.length === 0) return 0;
+        const matches = await tx<{ n: number; id: string }[]>`
+          select e.n::int as n, s.id
+          from unnest(${todo.map((e) => e.workspaceId)}::text[], ${todo.map((e) => e.type)}::text[],
+            ${todo.map((e) => new Date(e.occurredAt).toISOString())}::timestamptz[])
+            with ordinality as e(workspace_id, type, occurred_at, n)
+          join subscriptions s on s.workspace_id = e.workspace_id and s.active
+            and s.events @> array[e.type] and s.created_at <= e.occurred_at`;
+        if (matches.length === 0) return 0;
+        const bodies = todo.map(deliveryBody);
+        const of = (m: { n: number }) => todo[m.n - 1]!;
         const created = await tx<{ id: string; subscriptionId: string }[]>`
           insert into deliveries (id, subscription_id, workspace_id, event_id, event, body, created_at)
-          select d.id, d.sub, ${event.workspaceId}, ${event.id}, ${event.type}, ${deliveryBody(event)}, ${now}
-          from unnest(${ids}::text[], ${subs.map((s) => s.id)}::text[]) as d(id, sub)
+          select d.id, d.sub, d.workspace_id, d.event_id, d.event, d.body, ${now}
+          from unnest(${matches.map(() => newId("dlv", now.getTime()))}::text[],
+            ${matches.map((m) => m.id)}::text[], ${matches.map((m) => of(m).workspaceId)}::text[],
+            ${matches.map((m) => of(m).id)}::text[], ${matches.map((m) => of(m).type)}::text[],
+            ${matches.map((m) => bodies[m.n - 1]!)}::text[]) as d(id, sub, workspace_id, event_id, event, body)
           on conflict (subscription_id, event_id) do nothing
           returning id, subscription_id`;
         await writeMessage(
@@ -112,24 +145,42 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
     },
 
     /**
-     * Takes a pending, due delivery for one attempt: a lease of `leaseMs`
-     * keeps any other copy of its job from sending at the same time.
+     * Takes pending, due deliveries for one attempt each, in one statement:
+     * a lease of `leaseMs` keeps any other copy of their jobs from sending at
+     * the same time. Answers id by id; an id asked twice is claimed once (its
+     * second job waits out the lease).
      */
-    async claim(id: string, now: Date, leaseMs: number): Promise<Claimed | Unclaimable> {
-      const [row] = await sql<Claimed[]>`
+    async claimAll(ids: string[], now: Date, leaseMs: number): Promise<Array<Claimed | Unclaimable>> {
+      const rows = await sql<Claimed[]>`
         update deliveries d set lease_until = ${new Date(now.getTime() + leaseMs)}
         from subscriptions s
-        where d.id = ${id} and s.id = d.subscription_id and d.status = 'pending'
+        where d.id = any(${ids}::text[]) and s.id = d.subscription_id and d.status = 'pending'
           and (d.lease_until is null or d.lease_until <= ${now})
           and (d.next_attempt_at is null or d.next_attempt_at <= ${now})
         returning d.id, d.subscription_id, d.event, d.body, d.attempts, s.url, s.key_id, s.active,
           s.secret, s.previous_secret, s.previous_secret_until`;
-      if (row) return row;
-      const [held] = await sql<{ status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }[]>`
-        select status, lease_until, next_attempt_at from deliveries where id = ${id}`;
-      if (held?.status !== "pending") return { final: true };
-      const due = Math.max(held.leaseUntil?.getTime() ?? 0, held.nextAttemptAt?.getTime() ?? 0);
-      return { final: false, waitMs: Math.max(1, due - now.getTime()) };
+      const claimed = new Map(rows.map((r) => [r.id, r]));
+      const rest = ids.filter((id) => !claimed.has(id));
+      const held = new Map<string, { status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }>();
+      if (rest.length > 0) {
+        for (const h of await sql<
+          { id: string; status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }[]
+        >`
+          select id, status, lease_until, next_attempt_at from deliveries where id = any(${rest}::text[])`)
+          held.set(h.id, h);
+      }
+      return ids.map((id): Claimed | Unclaimable => {
+        const row = claimed.get(id);
+        if (row) {
+          claimed.delete(id);
+          return row;
+        }
+        if (rows.some((r) => r.id === id)) return { final: false, waitMs: leaseMs };
+        const h = held.get(id);
+        if (h?.status !== "pending") return { final: true };
+        const due = Math.max(h.leaseUntil?.getTime() ?? 0, h.nextAttemptAt?.getTime() ?? 0);
+        return { final: false, waitMs: Math.max(1, due - now.getTime()) };
+      });
     },
 
     /** Gives a claimed delivery back without an attempt (the key could not be checked). */
@@ -157,13 +208,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         lease_until: null,
       };
       if (result.ok) {
-        // The common case in one statement (one round trip, atomic as a whole).
-        await sql`
-          with healthy as (
-            update subscriptions set failing_since = null, updated_at = ${now}
-            where id = ${claimed.subscriptionId} and failing_since is not null)
-          update deliveries set ${sql({ ...attempt, status: "delivered", next_attempt_at: null })}
-          where id = ${claimed.id}`;
+        await recordDelivered([{ claimed, status: result.status ?? 200, at: now }]);
         return { status: "delivered" };
       }
       return sql.begin(async (tx) => {
@@ -184,6 +229,9 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         return next;
       });
     },
+
+    /** Successful attempts, in one statement (see recordDelivered). */
+    recordDelivered,
 
     /**
      * The subscription's key lost the event's read scope or was revoked
