@@ -73,3 +73,19 @@ export async function measure({
     rssMb,
   };
 }
+
+/** The median of each number of several measurements; RSS is the highest seen instead. */
+export function median(measurements) {
+  const mid = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const pick = (f) => mid(measurements.map(f));
+  const groups = Object.keys(measurements[0].cpuUs);
+  return {
+    rps: pick((m) => m.rps),
+    p50: pick((m) => m.p50),
+    p99: pick((m) => m.p99),
+    errors: measurements.reduce((n, m) => n + m.errors, 0),
+    callsPerStream: measurements[0].callsPerStream === undefined ? undefined : pick((m) => m.callsPerStream),
+    cpuUs: Object.fromEntries(groups.map((g) => [g, pick((m) => m.cpuUs[g])])),
+    rssMb: Object.fromEntries(groups.map((g) => [g, Math.max(...measurements.map((m) => m.rssMb[g] ?? 0))])),
+  };
+}

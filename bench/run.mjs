@@ -22,7 +22,7 @@ import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { apiClient, fill } from "./fill.mjs";
-import { measure } from "./load.mjs";
+import { measure, median } from "./load.mjs";
 import { byPackage, profilesIn, topSelfTime } from "./profile.mjs";
 import { renderResults } from "./report.mjs";
 
@@ -301,22 +301,6 @@ try {
   await server.end();
 }
 if (profileDir) printProfiles(profileDir);
-
-/** The median of each number of several measurements; RSS is the highest seen instead. */
-function median(measurements) {
-  const mid = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
-  const pick = (f) => mid(measurements.map(f));
-  const groups = Object.keys(measurements[0].cpuUs);
-  return {
-    rps: pick((m) => m.rps),
-    p50: pick((m) => m.p50),
-    p99: pick((m) => m.p99),
-    errors: measurements.reduce((n, m) => n + m.errors, 0),
-    callsPerStream: measurements[0].callsPerStream === undefined ? undefined : pick((m) => m.callsPerStream),
-    cpuUs: Object.fromEntries(groups.map((g) => [g, pick((m) => m.cpuUs[g])])),
-    rssMb: Object.fromEntries(groups.map((g) => [g, Math.max(...measurements.map((m) => m.rssMb[g] ?? 0))])),
-  };
-}
 
 /** What a request answers (status and parsed body), to compare the gateway's with the baseline's. */
 async function answer(base, s, key) {

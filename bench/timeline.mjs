@@ -21,7 +21,7 @@ import { encodeCursor } from "../packages/rpc/dist/cursor.js";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { interactionStore } from "../services/timeline/dist/store/interactions.js";
-import { measure } from "./load.mjs";
+import { measure, median } from "./load.mjs";
 import { cpuSeconds, rssMb } from "./procstat.mjs";
 
 const ROWS = Number(process.env.BENCH_INTERACTIONS ?? 500_000);
@@ -100,21 +100,6 @@ async function startBare() {
     new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`bare exited: ${code}`)))),
   ]);
   return { pid: child.pid, url: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") };
-}
-
-/** The median of each number of several measurements; RSS is the highest seen instead. */
-function median(measurements) {
-  const mid = (values) => values.sort((x, y) => x - y)[Math.floor(values.length / 2)];
-  const pick = (f) => mid(measurements.map(f));
-  const groups = Object.keys(measurements[0].cpuUs);
-  return {
-    rps: pick((m) => m.rps),
-    p50: pick((m) => m.p50),
-    p99: pick((m) => m.p99),
-    errors: measurements.reduce((n, m) => n + m.errors, 0),
-    cpuUs: Object.fromEntries(groups.map((g) => [g, pick((m) => m.cpuUs[g])])),
-    rssMb: Object.fromEntries(groups.map((g) => [g, Math.max(...measurements.map((m) => m.rssMb[g] ?? 0))])),
-  };
 }
 
 /**
