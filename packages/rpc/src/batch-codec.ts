@@ -163,7 +163,10 @@ function readEntry(r: BinaryReader, into: Record<string, string>) {
     else if (field === 2 && type === LEN) value = r.string();
     else r.skip(type, field);
   }
-  into[key] = value;
+  // A header may be called __proto__: as an own key, never the object's prototype.
+  if (key === "__proto__")
+    Object.defineProperty(into, key, { value, enumerable: true, writable: true, configurable: true });
+  else into[key] = value;
 }
 
 export function decodeBatchRequest(bytes: Uint8Array): BatchCallWire[] {
