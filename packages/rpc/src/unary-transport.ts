@@ -144,7 +144,7 @@ function coalescing(session: () => http2.ClientHttp2Session): Exchange {
   let queue: Pending[] = [];
   let batching = true;
   const single = (p: Pending) =>
-    call(session(), p.path, p.body, p.timeoutMs, p.signal, p.extra).then(p.resolve, p.reject);
+    call(session(), p.path, p.body, p.timeoutMs, p.signal, p.extra).then(p.guard.resolve, p.guard.reject);
   const flush = () => {
     const calls = queue;
     queue = [];
@@ -155,7 +155,7 @@ function coalescing(session: () => http2.ClientHttp2Session): Exchange {
     for (let i = 0; i < calls.length; i += BATCH_SIZE) sendBatch(calls.slice(i, i + BATCH_SIZE));
   };
   const sendBatch = (calls: Pending[]) => {
-    const live = calls.filter((p) => p.start());
+    const live = calls.filter((p) => p.guard.arm());
     if (live.length === 0) return;
     const request = encodeBatchRequest(
       live.map((p) => ({
@@ -180,26 +180,27 @@ function coalescing(session: () => http2.ClientHttp2Session): Exchange {
               undefined,
               err,
             );
-            for (const p of live) p.reject(error);
+            for (const p of live) p.guard.reject(error);
             return;
           }
           live.forEach((p, i) => {
             const r = results[i];
-            if (r) p.resolve({ status: r.status, headers: r.headers, body: r.body });
-            else p.reject(new ConnectError("the batch answered fewer results than calls", Code.Internal));
+            if (r) p.guard.resolve({ status: r.status, headers: r.headers, body: r.body });
+            else
+              p.guard.reject(new ConnectError("the batch answered fewer results than calls", Code.Internal));
           });
           return;
         }
         const error = errorOf(answer);
         if (error.code === Code.Unimplemented) {
           batching = false;
-          for (const p of live) if (p.unstart()) single(p);
+          for (const p of live) if (p.guard.disarm()) single(p);
           return;
         }
-        for (const p of live) p.reject(error);
+        for (const p of live) p.guard.reject(error);
       },
       (err) => {
-        for (const p of live) p.reject(err);
+        for (const p of live) p.guard.reject(err);
       },
     );
   };
@@ -207,76 +208,84 @@ function coalescing(session: () => http2.ClientHttp2Session): Exchange {
     new Promise<Answer>((resolve, reject) => {
       rpcClientStats.calls++;
       if (queue.length === 0) setImmediate(flush);
-      queue.push(pending(path, body, timeoutMs, signal, extra, resolve, reject));
+      queue.push({ path, body, timeoutMs, signal, extra, guard: guard(timeoutMs, signal, resolve, reject) });
     });
 }
 
+/** A call waiting in the queue: what it sends, and its guard. */
 interface Pending {
   path: string;
   body: Uint8Array;
   timeoutMs: number;
   signal: AbortSignal;
   extra: Headers | undefined;
-  /** In a batch: arms the call's own deadline and cancellation; false if it was cancelled already. */
-  start(): boolean;
-  /** Disarms them again (the call goes alone after all); false if it has settled meanwhile. */
-  unstart(): boolean;
-  resolve(answer: Answer): void;
+  guard: Guard<Answer>;
+}
+
+/**
+ * A call's own deadline and cancellation, and its promise settled once: call() arms one per stream, a
+ * batch one per call of it (the batch's stream has no signal of its own).
+ */
+interface Guard<T> {
+  /** Starts the deadline and listens to the signal; false (the call failed Canceled) if it was aborted. */
+  arm(): boolean;
+  /** Stops both again; false if the call has settled meanwhile. */
+  disarm(): boolean;
+  readonly settled: boolean;
+  resolve(value: T): void;
   reject(err: unknown): void;
 }
 
-function pending(
-  path: string,
-  body: Uint8Array,
+function guard<T>(
   timeoutMs: number,
   signal: AbortSignal,
-  extra: Headers | undefined,
-  resolve: (a: Answer) => void,
+  resolve: (value: T) => void,
   reject: (err: unknown) => void,
-): Pending {
+  /** Runs when the call fails, before its promise rejects (call() cancels its stream). */
+  onFail?: () => void,
+): Guard<T> {
   let settled = false;
   let timer: NodeJS.Timeout | undefined;
-  const disarm = () => {
+  const stop = () => {
     clearTimeout(timer);
     if (signal !== NEVER) signal.removeEventListener("abort", onAbort);
   };
-  const onAbort = () => p.reject(new ConnectError("the call was cancelled", Code.Canceled));
-  const p: Pending = {
-    path,
-    body,
-    timeoutMs,
-    signal,
-    extra,
-    start() {
+  const onAbort = () => g.reject(new ConnectError("the call was cancelled", Code.Canceled));
+  const g: Guard<T> = {
+    arm() {
       if (signal.aborted) {
-        p.reject(new ConnectError("the call was cancelled", Code.Canceled));
+        onAbort();
         return false;
       }
       timer = setTimeout(
-        () => p.reject(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
+        () => g.reject(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
         timeoutMs,
       );
       if (signal !== NEVER) signal.addEventListener("abort", onAbort, { once: true });
       return true;
     },
-    unstart() {
-      disarm();
+    disarm() {
+      stop();
       return !settled;
     },
-    resolve(answer) {
+    get settled() {
+      return settled;
+    },
+    resolve(value) {
       if (settled) return;
       settled = true;
-      disarm();
-      resolve(answer);
+      stop();
+      resolve(value);
     },
     reject(err) {
       if (settled) return;
       settled = true;
-      disarm();
+      stop();
+      onFail?.();
       reject(err);
     },
   };
-  return p;
+  return g;
 }
 
 /**
@@ -304,54 +313,38 @@ function call(
     extra?.forEach((value, key) => {
       headers[key] = value;
     });
-    let stream: http2.ClientHttp2Stream;
-    let settled = false;
-    const finish = (err: ConnectError | undefined, answer?: Answer) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      if (signal !== NEVER) signal.removeEventListener("abort", onAbort);
-      if (err) {
-        if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
-        reject(err);
-      } else resolve(answer!);
-    };
-    const onAbort = () => finish(new ConnectError("the call was cancelled", Code.Canceled));
-    const timer = setTimeout(
-      () => finish(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-      timeoutMs,
-    );
+    let stream: http2.ClientHttp2Stream | undefined;
+    const g = guard(timeoutMs, signal, resolve, reject, () => {
+      if (stream && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    });
+    if (!g.arm()) return;
     try {
       stream = session.request(headers);
     } catch (err) {
-      clearTimeout(timer);
-      reject(unavailable(err));
+      g.reject(unavailable(err));
       return;
     }
-    if (signal !== NEVER) {
-      if (signal.aborted) return onAbort();
-      signal.addEventListener("abort", onAbort, { once: true });
-    }
+    const opened = stream;
     let status = 0;
     let responseHeaders: http2.IncomingHttpHeaders = {};
     const chunks: Buffer[] = [];
-    stream.on("response", (h) => {
+    opened.on("response", (h) => {
       status = Number(h[":status"]);
       responseHeaders = h;
     });
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    stream.on("end", () =>
-      finish(undefined, {
+    opened.on("data", (chunk: Buffer) => chunks.push(chunk));
+    opened.on("end", () =>
+      g.resolve({
         status,
         headers: responseHeaders,
         body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
       }),
     );
-    stream.on("error", (err) => finish(unavailable(err)));
-    stream.on("close", () => {
-      if (!settled) finish(unavailable(new Error(`stream closed (code ${stream.rstCode})`)));
+    opened.on("error", (err) => g.reject(unavailable(err)));
+    opened.on("close", () => {
+      if (!g.settled) g.reject(unavailable(new Error(`stream closed (code ${opened.rstCode})`)));
     });
-    stream.end(body);
+    opened.end(body);
   });
 }
 
