@@ -1,4 +1,8 @@
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { BatchService } from "@funil/contracts";
+
+/** The path of BatchService.Call, which both ends of the lean unary path special-case. */
+export const BATCH_PATH = `/${BatchService.typeName}/${BatchService.method.call.name}`;
 
 /**
  * The BatchService's envelope (proto/funil/rpc/v1/batch.proto) written and read field by field: it is

@@ -22,8 +22,8 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { BatchService } from "@funil/contracts";
-import { type BatchCallWire, decodeBatchRequest, encodeBatchResponse } from "./batch-codec.js";
+import type { BatchService } from "@funil/contracts";
+import { BATCH_PATH, type BatchCallWire, decodeBatchRequest, encodeBatchResponse } from "./batch-codec.js";
 import { headerObject, toHeaders } from "./headers.js";
 
 type Impl = (req: unknown, ctx: HandlerContext) => unknown;
@@ -43,7 +43,6 @@ export interface Answer {
 
 /** The most calls one batch may carry (the client sends at most BATCH_SIZE of them). */
 const MAX_BATCH = 256;
-export const BATCH_PATH = `/${BatchService.typeName}/${BatchService.method.call.name}`;
 
 /**
  * The server side of unary-transport.ts: a Connect unary call with a binary body is answered here,
@@ -107,11 +106,16 @@ export function unaryFastPath(interceptors: Interceptor[]) {
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      const url = `http://${h[":authority"] ?? "localhost"}${h[":path"]}`;
       const answering =
         h[":path"] === BATCH_PATH
           ? respondToBatch(h, body)
-          : respond(route, h, url, body, parseTimeout(h["connect-timeout-ms"]));
+          : respond(
+              route,
+              h,
+              `http://${h[":authority"] ?? "localhost"}${h[":path"]}`,
+              body,
+              parseTimeout(h["connect-timeout-ms"]),
+            );
       answering.then((answer) => {
         if (res.stream.destroyed || res.headersSent) return;
         res.writeHead(answer.status, answer.headers);

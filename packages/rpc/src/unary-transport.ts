@@ -20,9 +20,8 @@ import {
 } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
+import { BATCH_PATH, decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
 import { headerObject, toHeaders } from "./headers.js";
-import { BATCH_PATH } from "./unary-handler.js";
 
 /**
  * The Connect protocol's unary call (a POST of the binary message, the answer's status and body) straight
