@@ -4,10 +4,8 @@ import {
   type DescMethod,
   type DescMethodUnary,
   type DescService,
-  fromBinary,
   isMessage,
   type MessageShape,
-  toBinary,
 } from "@bufbuild/protobuf";
 import {
   Code,
@@ -24,6 +22,7 @@ import {
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { BatchService } from "@funil/contracts";
 import { BATCH_PATH, type BatchCallWire, decodeBatchRequest, encodeBatchResponse } from "./batch-codec.js";
+import { codecOf } from "./codec.js";
 import { headerObject, toHeaders } from "./headers.js";
 
 type Impl = (req: unknown, ctx: HandlerContext) => unknown;
@@ -141,7 +140,7 @@ export function unaryFastPath(interceptors: Interceptor[]) {
     try {
       let message: MessageShape<DescMethodUnary["input"]>;
       try {
-        message = fromBinary(route.method.input, body);
+        message = codecOf(route.method.input).decode(body);
       } catch (err) {
         throw new ConnectError(
           "the request message does not parse",
@@ -170,7 +169,7 @@ export function unaryFastPath(interceptors: Interceptor[]) {
       return {
         status: 200,
         headers: { ...headerObject(ctx.touchedResponseHeader()), "content-type": "application/proto" },
-        body: toBinary(route.method.output, response.message),
+        body: codecOf(route.method.output).encode(response.message),
       };
     } catch (err) {
       return errorAnswer(err);

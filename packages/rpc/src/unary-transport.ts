@@ -3,10 +3,8 @@ import {
   create,
   type DescMessage,
   type DescMethodUnary,
-  fromBinary,
   isMessage,
   type MessageInitShape,
-  toBinary,
 } from "@bufbuild/protobuf";
 import {
   Code,
@@ -21,6 +19,7 @@ import {
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { BATCH_PATH, decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
+import { codecOf } from "./codec.js";
 import { headerObject, toHeaders } from "./headers.js";
 
 /**
@@ -75,7 +74,13 @@ export function createUnaryTransport(opts: {
       };
       const send = async (r: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
         const extra = headers ?? (header ? new Headers(header) : undefined);
-        const answer = await exchange(path, toBinary(method.input, r.message), deadline, r.signal, extra);
+        const answer = await exchange(
+          path,
+          codecOf(method.input).encode(r.message),
+          deadline,
+          r.signal,
+          extra,
+        );
         if (answer.status !== 200) throw errorOf(answer);
         if (answer.headers["content-type"] !== "application/proto")
           throw new ConnectError(`unexpected content-type ${answer.headers["content-type"]}`, Code.Internal);
@@ -83,7 +88,7 @@ export function createUnaryTransport(opts: {
           stream: false,
           service: method.parent,
           method,
-          message: fromBinary(method.output, answer.body),
+          message: codecOf(method.output).decode(answer.body),
           get header() {
             return toHeaders(answer.headers);
           },
