@@ -83,7 +83,11 @@ function message(schema: DescMessage, depth = 0): fc.Arbitrary<MessageShape<Desc
 
 function fieldValue(f: DescField, depth: number): fc.Arbitrary<unknown> {
   const nested = (m: DescMessage) =>
-    m.typeName === "google.protobuf.Struct" ? jsonObject : depth > 2 ? fc.constant(undefined) : message(m, depth + 1);
+    m.typeName === "google.protobuf.Struct"
+      ? jsonObject
+      : depth > 2
+        ? fc.constant(undefined)
+        : message(m, depth + 1);
   switch (f.fieldKind) {
     case "scalar":
       return scalar(f.scalar);
@@ -93,7 +97,11 @@ function fieldValue(f: DescField, depth: number): fc.Arbitrary<unknown> {
       return nested(f.message);
     case "list":
       return fc.array(
-        f.listKind === "message" ? nested(f.message) : f.listKind === "enum" ? fc.integer() : scalar(f.scalar),
+        f.listKind === "message"
+          ? nested(f.message)
+          : f.listKind === "enum"
+            ? fc.integer()
+            : scalar(f.scalar),
         { maxLength: 3 },
       );
     case "map":
@@ -154,7 +162,11 @@ describe("generated protobuf codec (issue 7: the messages of a call without refl
   });
 
   it("refuses malformed bytes with an error, never a hang or a crash; what it does read re-encodes", () => {
-    for (const schema of [contracts.ContactSchema, contracts.ListContactsResponseSchema, contracts.CallRequestSchema])
+    for (const schema of [
+      contracts.ContactSchema,
+      contracts.ListContactsResponseSchema,
+      contracts.CallRequestSchema,
+    ])
       fc.assert(
         fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
           let decoded: unknown;
@@ -182,7 +194,9 @@ describe("generated protobuf codec (issue 7: the messages of a call without refl
     expect(() => fromBinary(contracts.ContactSchema, bytes)).toThrow();
     expect(() => codecOf(contracts.ContactSchema).decode(bytes)).toThrow(/invalid UTF-8/);
     // A real U+FFFD is valid.
-    expect(codecOf(contracts.ContactSchema).decode(Uint8Array.from([10, 3, 0xef, 0xbf, 0xbd])).id).toBe("\uFFFD");
+    expect(codecOf(contracts.ContactSchema).decode(Uint8Array.from([10, 3, 0xef, 0xbf, 0xbd])).id).toBe(
+      "\uFFFD",
+    );
   });
 
   it("stops at protobuf-es's recursion limit instead of overflowing the stack on nested JSON", () => {
@@ -211,7 +225,8 @@ describe("generated protobuf codec (issue 7: the messages of a call without refl
 
 /** The reflective mapping the generated one replaced: the oracle of the test below. */
 function reflectedApiJson(schema: DescMessage, message: unknown): Record<string, Json> {
-  const scalarOf = (v: unknown): Json => (typeof v === "bigint" ? Number(v) : v === undefined ? null : (v as Json));
+  const scalarOf = (v: unknown): Json =>
+    typeof v === "bigint" ? Number(v) : v === undefined ? null : (v as Json);
   const jsonType = (m: DescMessage) =>
     m.typeName === "google.protobuf.Struct" || m.typeName === "google.protobuf.Value";
   const out: Record<string, Json> = {};

@@ -372,21 +372,9 @@ export class Reader {
   /** A UTF-8 string, refused when it is not valid UTF-8 (as protobuf-es's strict decoding does). */
   string(end: number): string {
     const to = this.delimited(end);
-    const buf = this.buf;
-    let text = "";
-    let i = this.pos;
-    if (to - i <= 32) {
-      for (; i < to; i++) {
-        const c = buf[i]!;
-        if (c >= 128) break;
-        text += String.fromCharCode(c);
-      }
-    }
-    if (i < to) {
-      text = buf.toString("utf8", this.pos, to);
-      // Node's decoder turns every invalid sequence into U+FFFD; only then is it worth the check.
-      if (text.includes("\uFFFD") && !isUtf8(buf.subarray(this.pos, to))) fail("invalid UTF-8");
-    }
+    const text = this.buf.toString("utf8", this.pos, to);
+    // Node's decoder turns every invalid sequence into U+FFFD; only then is it worth the check.
+    if (text.includes("\uFFFD") && !isUtf8(this.buf.subarray(this.pos, to))) fail("invalid UTF-8");
     this.pos = to;
     return text;
   }
@@ -493,7 +481,8 @@ const struct = {
           w.uint32(0);
           return;
         }
-        const at = (w.uint32(Array.isArray(v) ? 50 : 42), w.fork());
+        w.uint32(Array.isArray(v) ? 50 : 42);
+        const at = w.fork();
         if (Array.isArray(v))
           for (const item of v) {
             w.uint32(10);

@@ -1,5 +1,6 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseTimestamp } from "./time.js";
+import { isoString, parseTimestamp } from "./time.js";
 
 describe("timestamp arguments (API §1: an unparsable timestamp is a 400, never a 500)", () => {
   it("accepts ISO-8601 with an offset, from year 1 to 9999", () => {
@@ -18,5 +19,19 @@ describe("timestamp arguments (API §1: an unparsable timestamp is a 400, never 
       "9".repeat(65),
     ])
       expect(parseTimestamp(v), v).toBeUndefined();
+  });
+});
+
+describe("isoString (the API's timestamps: ISO-8601 in UTC with milliseconds)", () => {
+  it("is toISOString, for any date, valid or not", () => {
+    fc.assert(
+      fc.property(fc.date({ noInvalidDate: false }), (d) => {
+        if (Number.isNaN(d.getTime())) expect(() => isoString(d)).toThrow(RangeError);
+        else expect(isoString(d)).toBe(d.toISOString());
+      }),
+      { numRuns: 5000 },
+    );
+    for (const d of ["0001-01-01T00:00:00.000Z", "0999-12-31T23:59:59.999Z", "1000-01-01T00:00:00.000Z"])
+      expect(isoString(new Date(d))).toBe(d);
   });
 });
