@@ -14,7 +14,7 @@ import { codecOf, unsupported } from "./codec.js";
 import { type Json, toApiJson } from "./json.js";
 
 /** Every message type of the contracts: what the services send each other. */
-const schemas = Object.values(contracts).filter(
+const schemas = (Object.values(contracts) as unknown[]).filter(
   (v): v is DescMessage => typeof v === "object" && v !== null && (v as DescMessage).kind === "message",
 );
 
@@ -151,7 +151,7 @@ describe("generated protobuf codec (issue 7: the messages of a call without refl
   });
 
   it("merges a singular message or Struct that comes twice, and appends repeated ones, as protobuf-es does", () => {
-    const schema = contracts.ContactSchema;
+    const schema: DescMessage = contracts.ContactSchema;
     fc.assert(
       fc.property(message(schema), message(schema), (a, b) => {
         const bytes = Buffer.concat([toBinary(schema, a), toBinary(schema, b)]);
