@@ -32,6 +32,6 @@ ARG SERVICE
 RUN test -f "services/${SERVICE}/dist/main.js" || { echo "build with --build-arg SERVICE=<service name>"; exit 1; }
 ENV SERVICE=${SERVICE}
 USER node
-# The old-space budget that keeps a process under 150 MB of RSS under load (scripts/stack.mjs, bench/RESULTS.md).
-ENV NODE_MAX_OLD_SPACE_MB=96
-CMD ["sh", "-c", "exec node --max-old-space-size=${NODE_MAX_OLD_SPACE_MB} services/${SERVICE}/dist/main.js"]
+# The heap budget that keeps a process under 150 MB of RSS under load (scripts/stack.mjs, bench/RESULTS.md).
+ENV NODE_MAX_OLD_SPACE_MB=96 NODE_MAX_SEMI_SPACE_MB=8
+CMD ["sh", "-c", "exec node --max-old-space-size=${NODE_MAX_OLD_SPACE_MB} --max-semi-space-size=${NODE_MAX_SEMI_SPACE_MB} services/${SERVICE}/dist/main.js"]

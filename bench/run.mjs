@@ -20,7 +20,7 @@ import { isDeepStrictEqual } from "node:util";
 import { Redis } from "ioredis";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
-import { startStack } from "../scripts/stack.mjs";
+import { heapFlags, startStack } from "../scripts/stack.mjs";
 import { apiClient, fill } from "./fill.mjs";
 import { measure, median } from "./load.mjs";
 import { byPackage, profilesIn, topSelfTime } from "./profile.mjs";
@@ -335,9 +335,9 @@ async function redisServerPid(url) {
 /** Starts bare.mjs as its own process; resolves once it prints the port it listens on. */
 function startBare(extraEnv) {
   // The same heap budget as every process of the stack (scripts/stack.mjs).
-  const heap = `--max-old-space-size=${env.NODE_MAX_OLD_SPACE_MB || 96}`;
+  const heap = heapFlags(env);
   const bareMain = new URL("./bare.mjs", import.meta.url).pathname;
-  const child = spawn(process.execPath, [heap, ...opts.nodeArgs, bareMain], {
+  const child = spawn(process.execPath, [...heap, ...opts.nodeArgs, bareMain], {
     env: { ...process.env, ...extraEnv },
     stdio: ["ignore", "pipe", "inherit"],
   });

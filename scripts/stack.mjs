@@ -19,10 +19,15 @@ const TAIL_LINES = 30;
 const RESTART_BACKOFF_MS = [250, 500, 1000, 2000, 5000, 10_000];
 const RESTART_RESET_MS = 30_000;
 /**
- * Each process's old-space budget (NODE_MAX_OLD_SPACE_MB): V8 otherwise lets the heap grow to ~200 MB of
- * RSS under load before it collects (bench/RESULTS.md); with 96 MB every process stays under 150 MB.
+ * Each process's heap budget: old space (NODE_MAX_OLD_SPACE_MB) and each of the young generation's two
+ * semi-spaces (NODE_MAX_SEMI_SPACE_MB). V8 otherwise lets the heap grow to ~200 MB of RSS under load
+ * before it collects; with 96 MB of old space the gateway still peaked at 154 MB on the list pages, its
+ * young generation at Node's default 16 MB semi-spaces; with 8 MB it stays near 125 MB (bench/RESULTS.md).
  */
-const heapFlag = (env) => `--max-old-space-size=${env.NODE_MAX_OLD_SPACE_MB || 96}`;
+export const heapFlags = (env) => [
+  `--max-old-space-size=${env.NODE_MAX_OLD_SPACE_MB || 96}`,
+  `--max-semi-space-size=${env.NODE_MAX_SEMI_SPACE_MB || 8}`,
+];
 
 /**
  * opts: { env = process.env, port = env.PORT ?? 8080 (0: a free one), adminToken = env.ADMIN_TOKEN ?? random,
@@ -101,7 +106,7 @@ export async function startStack(opts = {}) {
   const launch = (name) => {
     const child = startChild(
       name,
-      [heapFlag(env), ...(opts.nodeArgs?.(name) ?? []), mainOf(name)],
+      [...heapFlags(env), ...(opts.nodeArgs?.(name) ?? []), mainOf(name)],
       root,
       env,
       output,

@@ -33,5 +33,8 @@ describe("isoString (the API's timestamps: ISO-8601 in UTC with milliseconds)", 
     );
     for (const d of ["0001-01-01T00:00:00.000Z", "0999-12-31T23:59:59.999Z", "1000-01-01T00:00:00.000Z"])
       expect(isoString(new Date(d))).toBe(d);
+    // An absent date is an unset field.
+    expect(isoString(null)).toBeUndefined();
+    expect(isoString(undefined)).toBeUndefined();
   });
 });

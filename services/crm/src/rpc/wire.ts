@@ -32,7 +32,6 @@ import type { TaskRecord } from "../tasks.js";
 
 /** A record's null is an unset optional field on the wire (the API shows it as null again). */
 const absent = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
-const iso = (d: Date | null) => (d ? isoString(d) : undefined);
 
 /**
  * The two messages of the list pages are written as literals, not through
@@ -83,9 +82,9 @@ export const dealWire = wireOf(
     temperature: absent(r.temperature),
     tags: r.tags,
     lossReason: absent(r.lossReason),
-    expectedCloseAt: iso(r.expectedCloseAt),
-    wonAt: iso(r.wonAt),
-    lostAt: iso(r.lostAt),
+    expectedCloseAt: isoString(r.expectedCloseAt),
+    wonAt: isoString(r.wonAt),
+    lostAt: isoString(r.lostAt),
     customFields: r.customFields as JsonObject,
     createdAt: isoString(r.createdAt),
     updatedAt: isoString(r.updatedAt),
@@ -109,8 +108,8 @@ export const taskWire = wireOf(TaskSchema, (t: TaskRecord) =>
     title: t.title,
     body: absent(t.body),
     assigneeUserId: absent(t.assigneeUserId),
-    dueAt: iso(t.dueAt),
-    completedAt: iso(t.completedAt),
+    dueAt: isoString(t.dueAt),
+    completedAt: isoString(t.completedAt),
     createdAt: isoString(t.createdAt),
     updatedAt: isoString(t.updatedAt),
   }),

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { AppointmentSchema, CalendarSchema, type Slot as SlotMessage, SlotSchema } from "@funil/contracts";
 import { wireOf } from "@funil/rpc";
+import { isoString } from "@funil/schemas";
 import type { AppointmentRecord } from "../booking.js";
 import type { Slot } from "../slots.js";
 import type { CalendarRecord } from "../store/calendars.js";
@@ -13,7 +14,6 @@ import type { CalendarRecord } from "../store/calendars.js";
 
 /** A record's null is an unset optional field on the wire (the API shows it as null again). */
 const absent = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
-const iso = (d: Date | null) => d?.toISOString();
 
 export const appointmentWire = wireOf(AppointmentSchema, (r: AppointmentRecord) =>
   create(AppointmentSchema, {
@@ -24,21 +24,21 @@ export const appointmentWire = wireOf(AppointmentSchema, (r: AppointmentRecord) 
     title: absent(r.title),
     location: absent(r.location),
     conferenceUrl: absent(r.conferenceUrl),
-    startAt: r.startAt.toISOString(),
-    endAt: r.endAt.toISOString(),
+    startAt: isoString(r.startAt),
+    endAt: isoString(r.endAt),
     calendarId: r.calendarId,
     calendarKey: r.calendarKey,
     assigneeUserId: r.assigneeUserId,
     status: r.status,
     outcome: absent(r.outcome),
     source: absent(r.source),
-    createdAt: r.createdAt.toISOString(),
-    updatedAt: r.updatedAt.toISOString(),
+    createdAt: isoString(r.createdAt),
+    updatedAt: isoString(r.updatedAt),
     createdByUserId: absent(r.createdByUserId),
     createdBySource: r.createdBySource,
-    canceledAt: iso(r.canceledAt),
+    canceledAt: isoString(r.canceledAt),
     cancelReason: absent(r.cancelReason),
-    outcomeAt: iso(r.outcomeAt),
+    outcomeAt: isoString(r.outcomeAt),
     recoveredFromAppointmentId: absent(r.recoveredFromAppointmentId),
   }),
 );
@@ -62,7 +62,7 @@ export const calendarToProto = (c: CalendarRecord) =>
  */
 export const slotToProto = (s: Slot & { assigneeUserId: string }): SlotMessage => ({
   $typeName: SlotSchema.typeName as SlotMessage["$typeName"],
-  startAt: s.startAt.toISOString(),
-  endAt: s.endAt.toISOString(),
+  startAt: isoString(s.startAt),
+  endAt: isoString(s.endAt),
   assigneeUserId: s.assigneeUserId,
 });

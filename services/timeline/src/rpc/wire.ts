@@ -1,11 +1,11 @@
 import { create } from "@bufbuild/protobuf";
 import { InteractionSchema, TouchesSchema } from "@funil/contracts";
+import { isoString } from "@funil/schemas";
 import type { InteractionRow } from "../store/interactions.js";
 import type { Touches } from "../store/summaries.js";
 
 /** Records as the contracts' messages: a record's null is an unset optional field on the wire. */
 const absent = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
-const iso = (d: Date | null) => d?.toISOString();
 
 export const interactionToProto = (r: InteractionRow) =>
   create(InteractionSchema, {
@@ -21,11 +21,11 @@ export const interactionToProto = (r: InteractionRow) =>
     conversationAssigneeUserId: absent(r.conversationAssigneeUserId),
     channelInstanceId: absent(r.channelInstanceId),
     senderPhone: absent(r.senderPhone),
-    createdAt: r.createdAt.toISOString(),
+    createdAt: isoString(r.createdAt),
     durationSec: absent(r.durationSec),
     status: absent(r.status),
     preview: absent(r.preview),
   });
 
 export const touchesToProto = (t: Touches) =>
-  create(TouchesSchema, { firstHumanTouchAt: iso(t.first), lastHumanTouchAt: iso(t.last) });
+  create(TouchesSchema, { firstHumanTouchAt: isoString(t.first), lastHumanTouchAt: isoString(t.last) });
