@@ -37,7 +37,7 @@ export function renderResults({ results, machine, opts, fill }) {
         "**ratio**",
         "gateway p50 / p99",
         "bare p50 / p99",
-        "RPC calls per stream",
+        "RPC calls per batch",
         "non-2xx",
       ],
       paired.map((p) => [

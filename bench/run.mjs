@@ -198,11 +198,14 @@ try {
     idempotent: s.idempotent,
     key,
   });
-  /** The gateway's RPC calls and the HTTP/2 streams that carried them, from its /metrics. */
+  /** The gateway's RPC calls and the sends that carried them (batches, or streams of single calls), from its /metrics. */
   const rpcCounts = async () => {
     const text = await (await fetch(`${stack.gatewayUrl}/metrics`)).text();
     const count = (name) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
-    return { calls: count("funil_rpc_client_calls_total"), streams: count("funil_rpc_client_streams_total") };
+    return {
+      calls: count("funil_rpc_client_calls_total"),
+      sends: count("funil_rpc_client_batches_total") || count("funil_rpc_client_streams_total"),
+    };
   };
   const run = async (s, through, load) => {
     const before = through === "gateway" ? await rpcCounts() : undefined;
@@ -215,7 +218,7 @@ try {
     if (before) {
       const after = await rpcCounts();
       // How many calls the batching put in one stream on average (1 = none batched).
-      m.callsPerStream = (after.calls - before.calls) / Math.max(1, after.streams - before.streams);
+      m.callsPerStream = (after.calls - before.calls) / Math.max(1, after.sends - before.sends);
     }
     return m;
   };

@@ -76,6 +76,8 @@ export async function startRpcServer(opts: {
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
+        // Batch channels stay open while their client lives: each ends once its frames are answered.
+        fast.drainChannels();
         for (const s of sessions) s.close();
         setTimeout(() => {
           for (const s of sessions) s.destroy();

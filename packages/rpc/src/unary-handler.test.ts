@@ -124,6 +124,7 @@ describe("calls made in one turn share one stream (BatchService, issue 7)", () =
     return {
       results,
       calls: rpcClientStats.calls - before.calls,
+      batches: rpcClientStats.batches - before.batches,
       streams: rpcClientStats.streams - before.streams,
     };
   };
@@ -193,7 +194,7 @@ describe("calls made in one turn share one stream (BatchService, issue 7)", () =
         [1, 2, 3].map((i) => client.getContact({ workspaceId: "ws", id: `o${i}` })),
       );
       expect(first.results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
-      expect(first.streams).toBe(4); // the refused batch, then each alone
+      expect(first.streams).toBe(5); // the refused channel, the refused batch, then each alone
       const then = await batchOf(() =>
         [1, 2].map((i) => client.getContact({ workspaceId: "ws", id: `p${i}` })),
       );
@@ -201,6 +202,73 @@ describe("calls made in one turn share one stream (BatchService, issue 7)", () =
       expect(then.streams).toBe(2);
     } finally {
       old.close();
+    }
+  });
+
+  it("the batches of successive turns travel as frames on one long-lived channel stream", async () => {
+    const client = rpcClient(ContactService, url());
+    const first = await batchOf(() =>
+      [1, 2].map((i) => client.getContact({ workspaceId: "ws", id: `c${i}` })),
+    );
+    const second = await batchOf(() =>
+      [3, 4, 5].map((i) => client.getContact({ workspaceId: "ws", id: `c${i}` })),
+    );
+    const alone = await batchOf(() => [client.getContact({ workspaceId: "ws", id: "c6" })]);
+    for (const b of [first, second, alone])
+      expect(b.results.every((r) => r.status === "fulfilled")).toBe(true);
+    expect([first.streams, second.streams, alone.streams]).toEqual([1, 0, 0]);
+    expect([first.batches, second.batches, alone.batches]).toEqual([1, 1, 1]);
+    expect(
+      (second.results[2] as PromiseFulfilledResult<{ contact?: { id: string } }>).value.contact?.id,
+    ).toBe("c5");
+  });
+
+  it("a stopping service answers every frame it read, then ends the channel; later calls fail Unavailable, never hang", async () => {
+    const stopping = await startRpcServer({
+      port: 0,
+      log: pino({ level: "silent" }),
+      routes: (router) =>
+        router.service(ContactService, {
+          async getContact(req) {
+            if (req.id === "slow") await new Promise((r) => setTimeout(r, 200));
+            return { contact: { ...contact, id: req.id } };
+          },
+        }),
+    });
+    const client = rpcClient(ContactService, `http://127.0.0.1:${stopping.port}`, 2000);
+    await client.getContact({ workspaceId: "ws", id: "warm" });
+    const inFlight = client.getContact({ workspaceId: "ws", id: "slow" });
+    await new Promise((r) => setTimeout(r, 50));
+    const closed = stopping.close();
+    expect((await inFlight).contact?.id).toBe("slow");
+    await closed;
+    const after = await client.getContact({ workspaceId: "ws", id: "late" }).catch((e: unknown) => e);
+    expect(after).toMatchObject({ code: Code.Unavailable });
+  });
+
+  it("a channel that breaks fails the calls waiting on it with Unavailable (reads may be retried, writes are not)", async () => {
+    const sessions = new Set<http2.ServerHttp2Session>();
+    const breaking = http2.createServer();
+    breaking.on("session", (s) => sessions.add(s));
+    // Takes the channel, reads its frames, never answers, then drops the connection.
+    breaking.on("stream", (stream) => {
+      stream.respond({ ":status": 200, "content-type": "application/proto" });
+      stream.on("data", () =>
+        setTimeout(() => {
+          for (const s of sessions) s.destroy();
+        }, 20),
+      );
+    });
+    await new Promise<void>((r) => breaking.listen(0, "127.0.0.1", r));
+    try {
+      const port = (breaking.address() as { port: number }).port;
+      const client = rpcClient(ContactService, `http://127.0.0.1:${port}`, 2000);
+      const errors = await Promise.all(
+        [1, 2].map((i) => client.getContact({ workspaceId: "ws", id: `b${i}` }).catch((e: unknown) => e)),
+      );
+      for (const e of errors) expect(e).toMatchObject({ code: Code.Unavailable });
+    } finally {
+      breaking.close();
     }
   });
 

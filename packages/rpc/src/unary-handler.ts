@@ -1,4 +1,5 @@
 import type * as http2 from "node:http2";
+import { constants as http2constants } from "node:http2";
 import {
   create,
   type DescMethod,
@@ -22,6 +23,7 @@ import {
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { BatchService } from "@funil/contracts";
 import { BATCH_PATH, type BatchCallWire, decodeBatchRequest, encodeBatchResponse } from "./batch-codec.js";
+import { answerFrame, CHANNEL_PATH, type Frame, FrameReader } from "./channel.js";
 import { codecOf } from "./codec.js";
 import { headerObject, toHeaders } from "./headers.js";
 
@@ -90,6 +92,10 @@ export function unaryFastPath(interceptors: Interceptor[]) {
 
   const handle = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): boolean => {
     const h = req.headers;
+    if (h[":path"] === CHANNEL_PATH && h[":method"] === "POST" && h["content-type"] === "application/proto") {
+      openChannel(req, res);
+      return true;
+    }
     const route = routes.get(h[":path"] ?? "");
     const version = h["connect-protocol-version"];
     const encoding = h["content-encoding"];
@@ -223,7 +229,65 @@ export function unaryFastPath(interceptors: Interceptor[]) {
     }
   }
 
-  return { record, handle, batch };
+  /** The open channels (channel.ts), each able to drain: answer what it read, then end. */
+  const channels = new Set<() => void>();
+
+  /**
+   * A client's batch channel: each frame read is answered as a batch (respondToBatch), in whatever order
+   * they finish. It ends once the client has ended its side or the server is stopping (drainChannels),
+   * and every frame read by then has its answer; a frame that comes while it drains is answered
+   * Unavailable without being run, so the client may retry its reads.
+   */
+  function openChannel(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) {
+    res.writeHead(200, { "content-type": "application/proto" });
+    const reader = new FrameReader(false);
+    let running = 0;
+    let draining = false;
+    let ended = false;
+    const answer = (id: number, a: Answer) => {
+      if (!ended && !res.stream.destroyed) res.write(answerFrame(id, a.status, a.body));
+    };
+    const drain = () => {
+      draining = true;
+      if (running === 0 && !ended) {
+        ended = true;
+        res.end();
+        // The client ends its side when it sees ours end; one that does not is not waited for long.
+        setTimeout(() => res.stream.close(), 1000).unref();
+      }
+    };
+    channels.add(drain);
+    res.stream.on("close", () => channels.delete(drain));
+    req.on("data", (chunk: Buffer) => {
+      let frames: Frame[];
+      try {
+        frames = reader.push(chunk);
+      } catch {
+        res.stream.close(http2constants.NGHTTP2_PROTOCOL_ERROR);
+        return;
+      }
+      for (const frame of frames) {
+        if (draining) {
+          answer(frame.id, errorAnswer(new ConnectError("the service is stopping", Code.Unavailable)));
+          continue;
+        }
+        running++;
+        respondToBatch(req.headers, frame.body).then((a) => {
+          answer(frame.id, a);
+          running--;
+          if (draining) drain();
+        });
+      }
+    });
+    req.on("end", drain);
+  }
+
+  /** Ends every open channel once its frames are answered (the server is stopping). */
+  const drainChannels = () => {
+    for (const drain of channels) drain();
+  };
+
+  return { record, handle, batch, drainChannels };
 }
 
 /** The innermost step of the interceptor chain: the implementation itself. */

@@ -19,6 +19,7 @@ import {
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { BATCH_PATH, decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
+import { CHANNEL_PATH, FrameReader, requestFrame } from "./channel.js";
 import { codecOf } from "./codec.js";
 import { headerObject, toHeaders } from "./headers.js";
 
@@ -38,7 +39,7 @@ export function createUnaryTransport(opts: {
   idleTimeoutMs: number;
 }): Transport {
   const session = sessionPool(opts.baseUrl, opts.idleTimeoutMs);
-  const exchange = coalescing(session);
+  const exchange = coalescing(session, opts.idleTimeoutMs);
   const streaming = createConnectTransport({
     baseUrl: opts.baseUrl,
     httpVersion: "2",
@@ -125,43 +126,50 @@ type Exchange = (
 ) => Promise<Answer>;
 
 /**
- * Unary calls made by this process's clients, and the HTTP/2 streams that carried them (a batch is one
- * stream): the gateway's /metrics shows both, so the saving of batching under load can be seen.
+ * Unary calls made by this process's clients, the batches that carried them, and the HTTP/2 streams
+ * opened (a single call's, a batch's of its own, a channel's, which carries many batches): the gateway's
+ * /metrics shows all three, so the saving of batching under load can be seen.
  */
-export const rpcClientStats = { calls: 0, streams: 0 };
+export const rpcClientStats = { calls: 0, batches: 0, streams: 0 };
 
 /** The most calls sent in one batch; more calls of one turn go in several. */
 const BATCH_SIZE = 64;
 
 /**
  * The calls made in one turn of the event loop (all the requests the gateway read from its sockets at
- * once, each calling this service) leave together: one alone as a plain unary call, several as one call
- * of the service's BatchService (proto/funil/rpc/v1/batch.proto), which answers each exactly as alone.
- * A stream costs both ends far more CPU than the few bytes of a call (bench/RESULTS.md), so under load
- * the cost per call falls with the batch, and with no load nothing waits: the batch leaves at the end of
- * the turn that made it. Each call keeps its own deadline, cancellation, headers and answer; a batch that
- * fails as a whole (the service unreachable) fails each of its calls the same way, so the retry rules of
- * the interceptors apply per call. A service that does not know BatchService (an older copy during a
- * rolling deploy) gets single calls from then on.
+ * once, each calling this service) leave together, as one frame on the session's batch channel
+ * (channel.ts: one long-lived stream), answered by the service's BatchService exactly as if each had come
+ * alone. A stream costs both ends far more CPU than the few bytes of a call (bench/RESULTS.md), so
+ * under load the cost per call falls with the batch, and with no load nothing waits: the batch leaves at
+ * the end of the turn that made it. Each call keeps its own deadline, cancellation, headers and answer; a
+ * batch that fails as a whole (the service unreachable, the channel broken) fails each of its calls the
+ * same way, so the retry rules of the interceptors apply per call. A service without the channel gets
+ * one stream per batch (the BatchService's Call), and one without BatchService (an older copy during a
+ * rolling deploy) single calls, from then on.
  */
-function coalescing(session: () => http2.ClientHttp2Session): Exchange {
+function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: number): Exchange {
   let queue: Pending[] = [];
   let batching = true;
+  let channels = true;
+  let channel: Channel | undefined;
   const single = (p: Pending) =>
     call(session(), p.path, p.body, p.timeoutMs, p.signal, p.extra).then(p.guard.resolve, p.guard.reject);
   const flush = () => {
     const calls = queue;
     queue = [];
-    if (calls.length === 1 || !batching) {
+    if (!batching || (calls.length === 1 && !channels)) {
       for (const p of calls) single(p);
       return;
     }
-    for (let i = 0; i < calls.length; i += BATCH_SIZE) sendBatch(calls.slice(i, i + BATCH_SIZE));
+    for (let i = 0; i < calls.length; i += BATCH_SIZE) {
+      const live = calls.slice(i, i + BATCH_SIZE).filter((p) => p.guard.arm());
+      if (live.length === 0) continue;
+      if (channels) sendOnChannel(live);
+      else sendBatch(live);
+    }
   };
-  const sendBatch = (calls: Pending[]) => {
-    const live = calls.filter((p) => p.guard.arm());
-    if (live.length === 0) return;
-    const request = encodeBatchRequest(
+  const batchOf = (live: Pending[]) =>
+    encodeBatchRequest(
       live.map((p) => ({
         path: p.path,
         input: p.body,
@@ -169,44 +177,124 @@ function coalescing(session: () => http2.ClientHttp2Session): Exchange {
         headers: p.extra ? headerObject(p.extra) : {},
       })),
     );
-    const deadline = Math.max(...live.map((p) => p.timeoutMs));
-    call(session(), BATCH_PATH, request, deadline, NEVER, undefined).then(
-      (answer) => {
-        if (answer.status === 200) {
-          let results: ReturnType<typeof decodeBatchResponse>;
-          try {
-            results = decodeBatchResponse(answer.body);
-          } catch (err) {
-            const error = new ConnectError(
-              "the batch's answer does not parse",
-              Code.Internal,
-              undefined,
-              undefined,
-              err,
-            );
-            for (const p of live) p.guard.reject(error);
-            return;
-          }
-          live.forEach((p, i) => {
-            const r = results[i];
-            if (r) p.guard.resolve({ status: r.status, headers: r.headers, body: r.body });
-            else
-              p.guard.reject(new ConnectError("the batch answered fewer results than calls", Code.Internal));
-          });
-          return;
-        }
-        const error = errorOf(answer);
-        if (error.code === Code.Unimplemented) {
-          batching = false;
-          for (const p of live) if (p.guard.disarm()) single(p);
-          return;
-        }
+  /** Each call of a batch gets its result, or the batch's error. */
+  const settle = (live: Pending[], answer: Answer) => {
+    if (answer.status === 200) {
+      let results: ReturnType<typeof decodeBatchResponse>;
+      try {
+        results = decodeBatchResponse(answer.body);
+      } catch (err) {
+        const error = new ConnectError(
+          "the batch's answer does not parse",
+          Code.Internal,
+          undefined,
+          undefined,
+          err,
+        );
         for (const p of live) p.guard.reject(error);
-      },
+        return;
+      }
+      live.forEach((p, i) => {
+        const r = results[i];
+        if (r) p.guard.resolve({ status: r.status, headers: r.headers, body: r.body });
+        else p.guard.reject(new ConnectError("the batch answered fewer results than calls", Code.Internal));
+      });
+      return;
+    }
+    const error = errorOf(answer);
+    if (error.code === Code.Unimplemented) {
+      batching = false;
+      for (const p of live) if (p.guard.disarm()) single(p);
+      return;
+    }
+    for (const p of live) p.guard.reject(error);
+  };
+  /** A batch on a stream of its own (BatchService.Call). */
+  const sendBatch = (live: Pending[]) => {
+    rpcClientStats.batches++;
+    const deadline = Math.max(...live.map((p) => p.timeoutMs));
+    call(session(), BATCH_PATH, batchOf(live), deadline, NEVER, undefined).then(
+      (answer) => settle(live, answer),
       (err) => {
         for (const p of live) p.guard.reject(err);
       },
     );
+  };
+  /** A batch as a frame on the channel, opened on first use and again once it ends. */
+  const sendOnChannel = (live: Pending[]) => {
+    rpcClientStats.batches++;
+    const s = session();
+    if (!channel || channel.session !== s || channel.closed) {
+      // A channel left on a closing session ends too, once its frames are answered.
+      if (channel && !channel.closed) channel.stream.end();
+      channel = openChannel(s);
+    }
+    const c = channel;
+    const id = c.nextId++;
+    c.waiting.set(id, live);
+    c.stream.write(requestFrame(id, batchOf(live)));
+  };
+  const openChannel = (s: http2.ClientHttp2Session): Channel => {
+    rpcClientStats.streams++;
+    const c: Channel = {
+      session: s,
+      stream: s.request({
+        ":method": "POST",
+        ":path": CHANNEL_PATH,
+        "content-type": "application/proto",
+        "connect-protocol-version": "1",
+      }),
+      waiting: new Map(),
+      nextId: 1,
+      closed: false,
+    };
+    const reader = new FrameReader(true);
+    // Ended from this side after a quiet spell, so that the session can close as idle.
+    c.stream.setTimeout(idleTimeoutMs, () => c.stream.end());
+    c.stream.on("response", (h) => {
+      if (Number(h[":status"]) === 200) return;
+      // A service without the channel ran none of its frames: they go as batches of their own.
+      channels = false;
+      const unsent = [...c.waiting.values()];
+      c.waiting.clear();
+      for (const live of unsent) sendBatch(live);
+    });
+    c.stream.on("data", (chunk: Buffer) => {
+      let frames: ReturnType<FrameReader["push"]>;
+      try {
+        frames = reader.push(chunk);
+      } catch (err) {
+        c.stream.destroy(err as Error);
+        return;
+      }
+      for (const f of frames) {
+        const live = c.waiting.get(f.id);
+        if (!live) continue;
+        c.waiting.delete(f.id);
+        settle(live, {
+          status: f.status,
+          headers: f.status === 200 ? {} : { "content-type": "application/json" },
+          body: f.body,
+        });
+      }
+    });
+    const close = (err?: Error) => {
+      if (c.closed) return;
+      c.closed = true;
+      if (channel === c) channel = undefined;
+      // The service answers every frame it read before it ends the stream: what is left never ran.
+      const error = unavailable(err ?? new Error("the batch channel closed"));
+      for (const live of c.waiting.values()) for (const p of live) p.guard.reject(error);
+      c.waiting.clear();
+    };
+    c.stream.on("end", () => {
+      close();
+      // The service ended its side; ending ours closes the stream, so that its session can close.
+      c.stream.end();
+    });
+    c.stream.on("error", (err) => close(err));
+    c.stream.on("close", () => close(new Error(`the batch channel closed (code ${c.stream.rstCode})`)));
+    return c;
   };
   return (path, body, timeoutMs, signal, extra) =>
     new Promise<Answer>((resolve, reject) => {
@@ -214,6 +302,15 @@ function coalescing(session: () => http2.ClientHttp2Session): Exchange {
       if (queue.length === 0) setImmediate(flush);
       queue.push({ path, body, timeoutMs, signal, extra, guard: guard(timeoutMs, signal, resolve, reject) });
     });
+}
+
+/** A session's batch channel (channel.ts) and the frames it has sent that wait for their answer. */
+interface Channel {
+  session: http2.ClientHttp2Session;
+  stream: http2.ClientHttp2Stream;
+  waiting: Map<number, Pending[]>;
+  nextId: number;
+  closed: boolean;
 }
 
 /** A call waiting in the queue: what it sends, and its guard. */

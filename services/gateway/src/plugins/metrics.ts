@@ -35,8 +35,17 @@ export const metricsPlugin = fp(async (app: FastifyInstance, opts: { register?: 
     },
   });
   new Counter({
+    name: "funil_rpc_client_batches_total",
+    help: "Batches that carried them (the calls made in one turn of the event loop to one service share one)",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(rpcClientStats.batches);
+    },
+  });
+  new Counter({
     name: "funil_rpc_client_streams_total",
-    help: "HTTP/2 streams that carried them (the calls made in one turn of the event loop share one)",
+    help: "HTTP/2 streams opened for them (a batch channel carries many batches on one)",
     registers: [registry],
     collect() {
       this.reset();

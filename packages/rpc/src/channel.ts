@@ -1,0 +1,76 @@
+/**
+ * The batch channel: one long-lived HTTP/2 stream per client session that carries the batches of
+ * unary-transport.ts as length-prefixed frames, answered on the same stream in any order. A new stream
+ * per batch cost the client ~50 µs and the server ~35 µs of CPU in Node's HTTP/2 core; a frame on an
+ * open stream ~18 and ~20 (bench/RESULTS.md, session 4). Internal to packages/rpc: other clients use the
+ * BatchService or single calls, which the server keeps answering.
+ *
+ * A request frame is [u32 id][u32 length][a BatchService CallRequest], an answer [u32 id][u16 status]
+ * [u32 length][body]: a CallResponse when the status is 200, the Connect protocol's JSON error
+ * otherwise (the batch as a whole failed: it did not parse, or the service is stopping and did not run
+ * it). The server answers every frame it has read before it ends the stream, so a frame the client has
+ * no answer for when the stream ends was never run.
+ */
+export const CHANNEL_PATH = "/funil.rpc.v1.BatchService/Channel";
+
+/** The largest frame either end accepts (a batch of 256 list pages fits many times over). */
+export const MAX_FRAME = 256 * 1024 * 1024;
+
+export interface Frame {
+  id: number;
+  /** 200 for a request frame. */
+  status: number;
+  body: Buffer;
+}
+
+export function requestFrame(id: number, body: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(8 + body.byteLength);
+  frame.writeUInt32BE(id, 0);
+  frame.writeUInt32BE(body.byteLength, 4);
+  frame.set(body, 8);
+  return frame;
+}
+
+export function answerFrame(id: number, status: number, body: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(10 + body.byteLength);
+  frame.writeUInt32BE(id, 0);
+  frame.writeUInt16BE(status, 4);
+  frame.writeUInt32BE(body.byteLength, 6);
+  frame.set(body, 10);
+  return frame;
+}
+
+/** Cuts the frames out of a stream's chunks, whatever their boundaries. */
+export class FrameReader {
+  private pending: Buffer[] = [];
+  private size = 0;
+
+  /** `answers`: frames with a status (the client's side) or without (the server's). */
+  constructor(private readonly answers: boolean) {}
+
+  /** Adds a chunk and returns the frames it completes; throws on a frame longer than MAX_FRAME. */
+  push(chunk: Buffer): Frame[] {
+    this.pending.push(chunk);
+    this.size += chunk.length;
+    const head = this.answers ? 10 : 8;
+    const frames: Frame[] = [];
+    while (this.size >= head) {
+      const buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.size);
+      const length = buf.readUInt32BE(this.answers ? 6 : 4);
+      if (length > MAX_FRAME) throw new Error(`a channel frame of ${length} bytes is over the limit`);
+      if (buf.length < head + length) {
+        this.pending = [buf];
+        break;
+      }
+      frames.push({
+        id: buf.readUInt32BE(0),
+        status: this.answers ? buf.readUInt16BE(4) : 200,
+        body: buf.subarray(head, head + length),
+      });
+      const rest = buf.subarray(head + length);
+      this.pending = rest.length > 0 ? [rest] : [];
+      this.size = rest.length;
+    }
+    return frames;
+  }
+}
