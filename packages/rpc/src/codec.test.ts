@@ -139,6 +139,25 @@ describe("generated protobuf codec (issue 7: the messages of a call without refl
       );
   });
 
+  it("writes a message's init shape (no $typeName, zero fields left out) as the created message, so callers may skip create()", () => {
+    for (const schema of schemas)
+      fc.assert(
+        fc.property(message(schema), (m) => {
+          // An implicit-presence field at its zero is left out; an optional one set to "" is a value.
+          const implicit = new Set(schema.fields.filter((f) => f.presence === 2).map((f) => f.localName));
+          const zero = (v: unknown) =>
+            v === "" || v === 0 || v === false || (Array.isArray(v) && v.length === 0);
+          const init = Object.fromEntries(
+            Object.entries(m).filter(([k, v]) => k !== "$typeName" && !(implicit.has(k) && zero(v))),
+          );
+          expect(Buffer.from(codecOf(schema).encode(init as never))).toEqual(
+            Buffer.from(toBinary(schema, m)),
+          );
+        }),
+        { numRuns: 10 },
+      );
+  });
+
   it("reads back the message protobuf-es's fromBinary reads, for any message of any contract type", () => {
     for (const schema of schemas)
       fc.assert(

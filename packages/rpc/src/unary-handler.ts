@@ -306,9 +306,11 @@ function invoke(route: Route, ctx: Context) {
       get trailer() {
         return ctx.responseTrailer;
       },
-      message: (isMessage(result, output) ? result : create(output, result as never)) as MessageShape<
-        typeof output
-      >,
+      // What the implementation returned, as is: the generated encoder takes a message's init shape (an
+      // unset field undefined); create() walked the descriptor for every answer.
+      message: (isMessage(result, output) || codecOf(output).kind === "generated"
+        ? (result ?? {})
+        : create(output, result as never)) as MessageShape<typeof output>,
     };
   };
 }

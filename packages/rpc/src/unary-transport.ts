@@ -5,6 +5,7 @@ import {
   type DescMethodUnary,
   isMessage,
   type MessageInitShape,
+  type MessageShape,
 } from "@bufbuild/protobuf";
 import {
   Code,
@@ -71,7 +72,11 @@ export function createUnaryTransport(opts: {
           return headers;
         },
         contextValues: contextValues ?? createContextValues(),
-        message: isMessage(input, method.input) ? input : create(method.input, input),
+        // The caller's init shape as is when the generated encoder writes it (create() walked the descriptor
+        // for every call); interceptors here read only the method.
+        message: (isMessage(input, method.input) || codecOf(method.input).kind === "generated"
+          ? input
+          : create(method.input, input)) as MessageShape<I>,
       };
       const send = async (r: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
         const extra = headers ?? (header ? new Headers(header) : undefined);
