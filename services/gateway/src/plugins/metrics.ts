@@ -52,7 +52,7 @@ export const metricsPlugin = fp(async (app: FastifyInstance, opts: { register?: 
       this.inc(rpcClientStats.streams);
     },
   });
-  app.addHook("onResponse", async (req, reply) => {
+  app.addHook("onResponse", (req, reply, done) => {
     const labels = {
       method: req.method,
       route: req.routeOptions.url ?? "unmatched",
@@ -60,6 +60,7 @@ export const metricsPlugin = fp(async (app: FastifyInstance, opts: { register?: 
     };
     requests.inc(labels);
     latency.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
   app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
     reply.header("content-type", registry.contentType);

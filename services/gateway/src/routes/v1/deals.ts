@@ -77,11 +77,9 @@ export const dealRoutes =
               contactId: deal.contactId,
               since: deal.createdAt,
             });
-        return {
-          ...json(res),
-          ...touchesJson(summary.touches),
+        return Object.assign(json(res), touchesJson(summary.touches), {
           lastActivityAt: summary.lastActivityAt ?? null,
-        };
+        });
       },
     );
 
