@@ -48,7 +48,16 @@ describe("batch envelope codec (issue 7: the envelope without reflection)", () =
           ),
         ).toEqual(plain(calls));
         const again = toBinary(CallRequestSchema, create(CallRequestSchema, { calls }));
-        expect(plain(decodeBatchRequest(again))).toEqual(plain(calls));
+        expect(
+          plain(
+            decodeBatchRequest(again).map(({ path, input, timeoutMs, headers }) => ({
+              path,
+              input,
+              timeoutMs,
+              headers,
+            })),
+          ),
+        ).toEqual(plain(calls));
       }),
     );
   });
@@ -61,7 +70,9 @@ describe("batch envelope codec (issue 7: the envelope without reflection)", () =
           plain(generated.results.map(({ status, body, headers }) => ({ status, body, headers }))),
         ).toEqual(plain(results));
         const again = toBinary(CallResponseSchema, create(CallResponseSchema, { results }));
-        expect(plain(decodeBatchResponse(again))).toEqual(plain(results));
+        expect(
+          plain(decodeBatchResponse(again).map(({ status, body, headers }) => ({ status, body, headers }))),
+        ).toEqual(plain(results));
       }),
     );
   });
