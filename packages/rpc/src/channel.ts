@@ -40,10 +40,12 @@ export function answerFrame(id: number, status: number, body: Uint8Array): Buffe
   return frame;
 }
 
-/** Cuts the frames out of a stream's chunks, whatever their boundaries. */
+/** Cuts the frames out of a stream's chunks, whatever their boundaries (a frame's chunks are joined once). */
 export class FrameReader {
   private pending: Buffer[] = [];
   private size = 0;
+  /** The length of the frame being read (header included), once its header is in. */
+  private needed = 0;
 
   /** `answers`: frames with a status (the client's side) or without (the server's). */
   constructor(private readonly answers: boolean) {}
@@ -55,22 +57,27 @@ export class FrameReader {
     const head = this.answers ? 10 : 8;
     const frames: Frame[] = [];
     while (this.size >= head) {
-      const buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.size);
-      const length = buf.readUInt32BE(this.answers ? 6 : 4);
-      if (length > MAX_FRAME) throw new Error(`a channel frame of ${length} bytes is over the limit`);
-      if (buf.length < head + length) {
-        this.pending = [buf];
-        break;
+      if (this.needed === 0) {
+        if (this.pending[0]!.length < head) this.pending = [Buffer.concat(this.pending, this.size)];
+        const length = this.pending[0]!.readUInt32BE(this.answers ? 6 : 4);
+        if (length > MAX_FRAME) throw new Error(`a channel frame of ${length} bytes is over the limit`);
+        this.needed = head + length;
       }
+      if (this.size < this.needed) break;
+      const buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.size);
       frames.push({
         id: buf.readUInt32BE(0),
         status: this.answers ? buf.readUInt16BE(4) : 200,
-        body: buf.subarray(head, head + length),
+        body: buf.subarray(head, this.needed),
       });
-      const rest = buf.subarray(head + length);
+      const rest = buf.subarray(this.needed);
       this.pending = rest.length > 0 ? [rest] : [];
       this.size = rest.length;
+      this.needed = 0;
     }
     return frames;
   }
 }
+
+/** The id after `id`: 1 … 2^32 − 1, then 1 again (a frame id is a u32 and 0 is never used). */
+export const nextFrameId = (id: number) => (id >= 0xffffffff ? 1 : id + 1);

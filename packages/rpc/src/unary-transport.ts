@@ -20,7 +20,7 @@ import {
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { BATCH_PATH, decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
-import { CHANNEL_PATH, FrameReader, requestFrame } from "./channel.js";
+import { CHANNEL_PATH, FrameReader, nextFrameId, requestFrame } from "./channel.js";
 import { codecOf } from "./codec.js";
 import { headerObject, toHeaders } from "./headers.js";
 
@@ -235,7 +235,8 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
       channel = openChannel(s);
     }
     const c = channel;
-    const id = c.nextId++;
+    const id = c.nextId;
+    c.nextId = nextFrameId(id);
     c.waiting.set(id, live);
     c.stream.write(requestFrame(id, batchOf(live)));
   };
