@@ -146,7 +146,7 @@ describe("generated protobuf codec (issue 7: the messages of a call without refl
           // An implicit-presence field at its zero is left out; an optional one set to "" is a value.
           const implicit = new Set(schema.fields.filter((f) => f.presence === 2).map((f) => f.localName));
           const zero = (v: unknown) =>
-            v === "" || v === 0 || v === false || (Array.isArray(v) && v.length === 0);
+            v === "" || Object.is(v, 0) || v === 0n || v === false || (Array.isArray(v) && v.length === 0);
           const init = Object.fromEntries(
             Object.entries(m).filter(([k, v]) => k !== "$typeName" && !(implicit.has(k) && zero(v))),
           );
