@@ -8,6 +8,7 @@ import {
   encodeBatchRequest,
   encodeBatchResponse,
 } from "./batch-codec.js";
+import { plain } from "./test-support.js";
 
 /** The hand-written envelope must be the generated schema's, byte for meaning, both ways. */
 const bytes = fc.uint8Array({ maxLength: 64 });
@@ -22,15 +23,6 @@ const call = fc.record({
   headers,
 });
 const result = fc.record({ status: fc.nat({ max: 599 }), body: bytes, headers });
-/** Bytes as plain arrays (a Buffer and a Uint8Array of the same bytes are the same envelope). */
-const plain = (value: unknown): unknown =>
-  ArrayBuffer.isView(value)
-    ? Array.from(value as Uint8Array)
-    : Array.isArray(value)
-      ? value.map(plain)
-      : value && typeof value === "object"
-        ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]))
-        : value;
 
 describe("batch envelope codec (issue 7: the envelope without reflection)", () => {
   it("encodeBatchRequest reads back through the generated CallRequest, and decodeBatchRequest reads what it writes", () => {

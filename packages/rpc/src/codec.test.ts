@@ -12,6 +12,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { codecOf, unsupported } from "./codec.js";
 import { type Json, toApiJson } from "./json.js";
+import { plain } from "./test-support.js";
 
 /** Every message type of the contracts: what the services send each other. */
 const schemas = (Object.values(contracts) as unknown[]).filter(
@@ -112,16 +113,6 @@ function fieldValue(f: DescField, depth: number): fc.Arbitrary<unknown> {
       );
   }
 }
-
-/** Bytes compared as plain arrays: protobuf-es gives Uint8Array views where the codec gives Buffer views. */
-const plain = (value: unknown): unknown =>
-  ArrayBuffer.isView(value)
-    ? Array.from(value as Uint8Array)
-    : Array.isArray(value)
-      ? value.map(plain)
-      : value && typeof value === "object"
-        ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]))
-        : value;
 
 describe("generated protobuf codec (issue 7: the messages of a call without reflection)", () => {
   it("takes every message type of the contracts (none left to protobuf-es)", () => {
