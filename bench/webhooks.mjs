@@ -5,12 +5,12 @@
 // fan-out, queueing, the key check at the gateway's Auth, signing, sending and recording.
 // After a warm-up (not reported), BENCH_RUNS runs of the three measurements, each run's ratios taken
 // within the run, and the median of every column reported, with the CPU per request of the webhooks
-// process, the gateway (its Auth answers the key checks), the receiver and the baseline's client (from
+// process, the gateway (its Auth answers the key checks), PostgreSQL, NATS, the receiver and the baseline's client (from
 // /proc), and the webhooks process's RSS. A phase that cannot finish within PHASE_LIMIT_MS is reported
 // as such, not waited for. Progress on stderr; results appended to bench/RESULTS-webhooks.md.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -52,7 +52,6 @@ for (const {
   datname,
 } of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
   await server.unsafe(`drop database if exists "${datname}" with (force)`);
-await server.end();
 const nc = await connect({ servers: env.NATS_URL ?? "nats://127.0.0.1:4222" });
 const jsm = await jetstreamManager(nc);
 for await (const s of jsm.streams.list())
@@ -103,8 +102,23 @@ const median = (xs) => {
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
+// The webhooks database's backends (found again at each phase) and the NATS server: what a delivery
+// costs the infrastructure, beside the webhooks process itself.
+let webhooksPg = [];
+const natsPids = readdirSync("/proc")
+  .filter((p) => /^\d+$/.test(p))
+  .filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/comm`, "utf8").trim() === "nats-server";
+    } catch {
+      return false;
+    }
+  })
+  .map(Number);
 const pids = {
   webhooks: () => [stack.pid("webhooks")].filter(Boolean),
+  postgres: () => webhooksPg,
+  nats: () => natsPids,
   gateway: () => [stack.pid("gateway")].filter(Boolean),
   receiver: () => [receiver.pid],
   client: () => [process.pid],
@@ -166,6 +180,9 @@ async function phase(name, hanging, events) {
     subscriptions.push(subscription.id);
   }
   const expected = events * fastPaths.length;
+  webhooksPg = (
+    await server`select pid from pg_stat_activity where application_name = ${`funil_${ENV}_webhooks`}`
+  ).map((r) => r.pid);
   const js = jetstream(nc);
   const w = watch(pids);
   w.start();
@@ -216,6 +233,8 @@ async function phase(name, hanging, events) {
     rate: delivered / seconds,
     webhooksUs: (cpu.webhooks.cpu * 1e6) / delivered,
     gatewayUs: (cpu.gateway.cpu * 1e6) / delivered,
+    postgresUs: (cpu.postgres.cpu * 1e6) / delivered,
+    natsUs: (cpu.nats.cpu * 1e6) / delivered,
     receiverUs: (cpu.receiver.cpu * 1e6) / delivered,
     rssMb: cpu.webhooks.rss,
   };
@@ -244,7 +263,7 @@ try {
     [r.fast, r.mixed].filter((p) => !p.finished).map((p) => `run ${i + 1}: ${p.delivered}/${p.expected}`),
   );
   const row = (label, x) =>
-    `| ${label} | ${f0(x.raw.rate)} | ${f0(x.raw.clientUs)} | ${f0(x.raw.receiverUs)} | ${f0(x.fast.rate)} | ${f2(x.ratio)} | ${f0(x.fast.webhooksUs)} | ${f0(x.fast.gatewayUs)} | ${f0(x.fast.receiverUs)} | ${f0(x.fast.rssMb)} | ${f0(x.mixed.rate)} | ${pct(x.kept)} | ${f0(x.mixed.webhooksUs)} | ${f0(x.mixed.rssMb)} |`;
+    `| ${label} | ${f0(x.raw.rate)} | ${f0(x.raw.clientUs)} | ${f0(x.raw.receiverUs)} | ${f0(x.fast.rate)} | ${f2(x.ratio)} | ${f0(x.fast.webhooksUs)} | ${f0(x.fast.gatewayUs)} | ${f0(x.fast.postgresUs)} | ${f0(x.fast.natsUs)} | ${f0(x.fast.receiverUs)} | ${f0(x.fast.rssMb)} | ${f0(x.mixed.rate)} | ${pct(x.kept)} | ${f0(x.mixed.webhooksUs)} | ${f0(x.mixed.rssMb)} |`;
   const pick = (f) => median(runs.map(f));
   const med = {
     raw: {
@@ -256,6 +275,8 @@ try {
       rate: pick((r) => r.fast.rate),
       webhooksUs: pick((r) => r.fast.webhooksUs),
       gatewayUs: pick((r) => r.fast.gatewayUs),
+      postgresUs: pick((r) => r.fast.postgresUs),
+      natsUs: pick((r) => r.fast.natsUs),
       receiverUs: pick((r) => r.fast.receiverUs),
       rssMb: pick((r) => r.fast.rssMb),
     },
@@ -274,10 +295,10 @@ try {
     "",
     `### ${date} UTC, ${RUNS} runs of ${EVENTS} events per phase (× 20 subscriptions), baseline ${BASELINE} POSTs at ${CONCURRENCY} in flight, ${process.platform}, ${cpus().length} cores, load average ${load.toFixed(1)}`,
     "",
-    "CPU columns are µs per request of one process (utime + stime from /proc): the baseline's client and the receiver during the raw loop; webhooks, the gateway (Auth) and the receiver per fast delivery.",
+    "CPU columns are µs per request (utime + stime from /proc): the baseline's client and the receiver during the raw loop; webhooks, the gateway (Auth), the webhooks database's PostgreSQL backends, the NATS server and the receiver per fast delivery.",
     "",
-    "| run | raw POST/s | client CPU | receiver CPU | 20 fast: deliveries/s | vs raw | webhooks CPU | gateway CPU | receiver CPU | webhooks RSS MB | 15 fast + 5 hanging: fast/s | kept | webhooks CPU | webhooks RSS MB |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| run | raw POST/s | client CPU | receiver CPU | 20 fast: deliveries/s | vs raw | webhooks CPU | gateway CPU | PostgreSQL CPU | NATS CPU | receiver CPU | webhooks RSS MB | 15 fast + 5 hanging: fast/s | kept | webhooks CPU | webhooks RSS MB |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ...runs.map((r, i) => row(String(i + 1), r)),
     row("**median**", med),
     "",
@@ -289,4 +310,5 @@ try {
   await stack.stop();
   receiver.kill();
   await nc.close();
+  await server.end();
 }

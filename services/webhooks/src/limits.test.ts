@@ -2,16 +2,42 @@ import { describe, expect, it } from "vitest";
 import { InFlight } from "./limits.js";
 
 describe("issue 11: bounded attempts in flight, overall and per subscription", () => {
-  it("a subscription at its bound has no room; the others still have", async () => {
+  it("a subscription at its bound makes its next attempt wait for its own slot; the others go on", async () => {
     const limits = new InFlight(10, 2, 10_000);
     const a1 = await limits.acquire("a");
     await limits.acquire("a");
-    expect(limits.hasRoom("a")).toBe(false);
-    expect(limits.hasRoom("b")).toBe(true);
+    let third = false;
+    const a3 = limits.acquire("a").then((release) => {
+      third = true;
+      return release;
+    });
+    expect(limits.backlog("a")).toBe(3);
+    (await limits.acquire("b"))();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(third).toBe(false);
     a1();
     a1(); // a second release of the same slot changes nothing
-    expect(limits.hasRoom("a")).toBe(true);
-    expect(limits.size()).toBe(1);
+    await a3;
+    expect(third).toBe(true);
+    expect(limits.backlog("a")).toBe(2);
+    expect(limits.size()).toBe(2);
+  });
+
+  it("room() waits while many attempts run or wait overall", async () => {
+    const limits = new InFlight(1, 1, 10_000);
+    const first = await limits.acquire("a");
+    const second = limits.acquire("b");
+    let roomy = false;
+    const room = limits.room(2).then(() => {
+      roomy = true;
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(roomy).toBe(false);
+    first();
+    await room;
+    (await second)();
+    expect(limits.size()).toBe(0);
+    expect(limits.backlog("a") + limits.backlog("b")).toBe(0);
   });
 
   it("the overall bound makes the next attempt wait for a free slot, in order", async () => {

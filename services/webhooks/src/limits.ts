@@ -1,20 +1,26 @@
 /**
  * How many attempts run at once (issue 11: one slow or dead receiver never
  * holds up the others): at most `total` overall, at most `perKey` for one
- * subscription. A job whose subscription is at its bound is not queued behind
- * it but handed back to JetStream for `backoffMs(key)`: about as long as that
- * subscription's attempts have been taking, or as long as its oldest running
- * attempt has been running if that is longer, so a receiver that hangs until
- * the timeout is asked again when a slot may be free (its jobs do not bounce
- * every 100 ms while its first attempts hang), and a fast one at once.
+ * subscription. An attempt waits first for a slot of its subscription, then
+ * for one of the overall slots, each in arrival order: a subscription whose
+ * receiver hangs holds at most `perKey` of the overall slots, never more.
+ *
+ * A job is taken in only while its subscription's backlog (attempts running
+ * and waiting here) is small; otherwise it is handed back to JetStream for
+ * `backoffMs(key)`: about as long as that subscription's attempts have been
+ * taking, or as long as its oldest running attempt has been running if that
+ * is longer, so a receiver that hangs until the timeout is asked again when a
+ * slot may be free (its jobs do not bounce every 100 ms while its first
+ * attempts hang), and a fast one at once.
  */
 export class InFlight {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
-  private readonly perKeyCount = new Map<string, number>();
+  private readonly keys = new Map<string, KeyState>();
   private readonly durations = new Map<string, number>();
-  /** When each running attempt of a key started, oldest first. */
-  private readonly started = new Map<string, number[]>();
+  /** Attempts running or waiting, over all keys, and who waits for that to shrink. */
+  private queued = 0;
+  private readonly roomWaiters: Array<() => void> = [];
 
   constructor(
     readonly total: number,
@@ -22,44 +28,65 @@ export class InFlight {
     private readonly maxBackoffMs: number,
   ) {}
 
-  /** Whether `key` has a free slot of its own. */
-  hasRoom(key: string): boolean {
-    return (this.perKeyCount.get(key) ?? 0) < this.perKey;
+  /** Attempts of `key` running or waiting for a slot. */
+  backlog(key: string): number {
+    const k = this.keys.get(key);
+    return k ? k.running + k.waiting.length : 0;
   }
 
-  /** Waits for an overall slot, then holds one of `key`'s; release() gives both back. */
+  /** Waits for a slot of `key`, then for an overall slot; release() gives both back. */
   async acquire(key: string): Promise<() => void> {
+    let k = this.keys.get(key);
+    if (!k) {
+      k = { running: 0, waiting: [], started: [] };
+      this.keys.set(key, k);
+    }
+    const state = k;
+    this.queued++;
+    // A released slot is handed straight to the next waiter, so the counts stay as they are then.
+    if (state.running >= this.perKey) await new Promise<void>((resolve) => state.waiting.push(resolve));
+    else state.running++;
     if (this.running >= this.total) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.running++;
-    this.perKeyCount.set(key, (this.perKeyCount.get(key) ?? 0) + 1);
     const started = performance.now();
-    const starts = this.started.get(key);
-    if (starts) starts.push(started);
-    else this.started.set(key, [started]);
+    state.started.push(started);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const left = (this.perKeyCount.get(key) ?? 1) - 1;
-      if (left === 0) this.perKeyCount.delete(key);
-      else this.perKeyCount.set(key, left);
-      const running = this.started.get(key);
-      if (running) {
-        running.splice(running.indexOf(started), 1);
-        if (running.length === 0) this.started.delete(key);
-      }
+      state.started.splice(state.started.indexOf(started), 1);
       // An exponentially weighted average of the attempt durations of the key.
       const took = performance.now() - started;
       this.durations.set(key, 0.7 * (this.durations.get(key) ?? took) + 0.3 * took);
-      const next = this.waiting.shift();
-      if (next) next();
+      const nextOverall = this.waiting.shift();
+      if (nextOverall) nextOverall();
       else this.running--;
+      const nextOfKey = state.waiting.shift();
+      if (nextOfKey) nextOfKey();
+      else if (--state.running === 0) this.keys.delete(key);
+      this.queued--;
+      if (this.roomWaiters.length > 0) for (const wake of this.roomWaiters.splice(0)) wake();
     };
   }
 
-  /** How long a job of a full `key` waits before it is offered again (with jitter). */
+  /** Resolves once fewer than `bound` attempts are running or waiting, over all keys. */
+  async room(bound: number): Promise<void> {
+    while (this.queued >= bound) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /** Runs `attempt` in a slot of `key`. */
+  async run<T>(key: string, attempt: () => Promise<T>): Promise<T> {
+    const release = await this.acquire(key);
+    try {
+      return await attempt();
+    } finally {
+      release();
+    }
+  }
+
+  /** How long a job of a busy `key` waits before it is offered again (with jitter). */
   backoffMs(key: string): number {
-    const oldest = this.started.get(key)?.[0];
+    const oldest = this.keys.get(key)?.started[0];
     const runningFor = oldest === undefined ? 0 : performance.now() - oldest;
     const typical = Math.min(this.maxBackoffMs, Math.max(100, this.durations.get(key) ?? 100, runningFor));
     return Math.round(typical * (1 + Math.random() / 2));
@@ -69,4 +96,12 @@ export class InFlight {
   size(): number {
     return this.running;
   }
+}
+
+interface KeyState {
+  /** Slots of the key taken (by attempts running, or about to wait for an overall slot). */
+  running: number;
+  waiting: Array<() => void>;
+  /** When each running attempt of the key started, oldest first. */
+  started: number[];
 }

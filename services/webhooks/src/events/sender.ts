@@ -22,13 +22,6 @@ export interface SenderSettings {
 /** How long a job waits when the key's scopes could not be asked (the gateway is away). */
 const AUTH_RETRY_MS = 2_000;
 
-/**
- * The worker of WEBHOOK_DELIVERIES (issue 11 §3-5): one signed POST per
- * job, then the delivery row is written, and only then is the job
- * acknowledged, or handed back with the schedule's delay (`nak`), so a
- * process killed at any point loses nothing. A delivery already delivered
- * is never sent again: its row is claimed before each attempt.
- */
 type Key = Awaited<ReturnType<Client<typeof AuthService>["getKey"]>>;
 
 /**
@@ -52,6 +45,35 @@ export function keyChecker(auth: Pick<Client<typeof AuthService>, "getKey">) {
   };
 }
 
+/** Deliveries a job may bring while its subscription has this many attempts running or waiting. */
+const BACKLOG_PER_SLOT = 4;
+
+/**
+ * A job of WEBHOOK_DELIVERIES: deliveries of one subscription. The fan-out
+ * queues one job per subscription for the deliveries of the events it fans
+ * out together, so a burst costs a JetStream message per subscription, not
+ * per delivery. (`deliveryId`: a job of one, as queued before.)
+ */
+interface Job {
+  deliveryIds?: string[];
+  deliveryId?: string;
+}
+
+/** What became of one delivery of a job: final (delivered or dead), or due again in `waitMs`. */
+type Outcome = { final: true } | { final: false; waitMs: number };
+const FINAL: Outcome = { final: true };
+
+/**
+ * The worker of WEBHOOK_DELIVERIES (issue 11 §3-5): one signed POST per
+ * delivery of a job, each in a slot of its subscription; every outcome is
+ * written to its delivery's row before the job is acknowledged, or handed
+ * back with the delay of its earliest retry (`nak`, the schedule of
+ * schedule.ts), so a process killed at any point loses nothing. A delivery
+ * already delivered is never sent again: its row is claimed before each
+ * attempt, and a job that comes back finds it final. While a job's
+ * deliveries wait for slots, the job tells JetStream it is still being
+ * worked on.
+ */
 export async function startSender(deps: {
   nc: NatsConnection;
   names: Naming;
@@ -66,9 +88,15 @@ export async function startSender(deps: {
   const { deliveries, clock, log, settings } = deps;
   const limits = new InFlight(settings.maxInFlight, settings.maxInFlightPerSubscription, settings.timeoutMs);
   // A lease outlives the longest attempt; the job's ack wait outlives the lease, so a job that comes
-  // back after a crash finds its delivery free.
+  // back after a crash finds its deliveries free.
   const leaseMs = settings.timeoutMs + 5_000;
+  const ackWaitMs = leaseMs + 5_000;
   const running = new Set<Promise<void>>();
+  const working = new Set<JsMsg>();
+  const heartbeat = setInterval(() => {
+    for (const m of working) m.working();
+  }, ackWaitMs / 4);
+  heartbeat.unref();
   const keyOf = keyChecker(deps.auth);
   // The attempts that start in the same turn claim their deliveries in one statement, and the successes
   // that come back in the same turn are recorded in one: two statements per batch, not two per attempt.
@@ -85,17 +113,12 @@ export async function startSender(deps: {
     return secrets;
   }
 
-  async function attempt(m: JsMsg, deliveryId: string) {
+  async function attempt(deliveryId: string): Promise<Outcome> {
     const claimed = await claim(deliveryId);
-    if ("final" in claimed) {
-      if (claimed.final) m.ack();
-      else m.nak(claimed.waitMs);
-      return;
-    }
+    if ("final" in claimed) return claimed;
     if (!claimed.active) {
       await deliveries.abandon(claimed);
-      m.ack();
-      return;
+      return FINAL;
     }
     // The key's current scopes, asked at every attempt, uncached (API.md §11).
     let key: Key;
@@ -107,8 +130,7 @@ export async function startSender(deps: {
         "webhook attempt postponed: the key's scopes could not be checked",
       );
       await deliveries.release(claimed.id);
-      m.nak(AUTH_RETRY_MS);
-      return;
+      return { final: false, waitMs: AUTH_RETRY_MS };
     }
     const scope = WEBHOOK_EVENTS[claimed.event as WebhookEvent];
     if (!key.active || !key.scopes.includes(scope)) {
@@ -116,8 +138,7 @@ export async function startSender(deps: {
         ? `scope_revoked: the subscription's key no longer holds ${scope}`
         : "scope_revoked: the subscription's key was revoked";
       await deliveries.revokeScope(claimed, reason, clock.now());
-      m.ack();
-      return;
+      return FINAL;
     }
     const sentAt = clock.now();
     const result = await deps.poster.post(claimed.url, claimed.body, {
@@ -134,8 +155,7 @@ export async function startSender(deps: {
     const now = clock.now();
     if (result.ok) {
       await recordDelivered({ claimed, status: result.status ?? 200, at: now });
-      m.ack();
-      return;
+      return FINAL;
     }
     const next = await deliveries.record(claimed, result, now, (failingSince) =>
       afterAttempt({
@@ -147,8 +167,30 @@ export async function startSender(deps: {
         windowMs: settings.breakerWindowMs,
       }),
     );
-    if (next.status === "pending") m.nak(next.retryInMs);
-    else m.ack();
+    return next.status === "pending" ? { final: false, waitMs: next.retryInMs } : FINAL;
+  }
+
+  /** Every delivery of the job, each in a slot of its subscription; then ack, or nak until the earliest retry. */
+  async function runJob(m: JsMsg, subscriptionId: string, ids: string[]) {
+    working.add(m);
+    try {
+      const outcomes = await Promise.all(
+        ids.map((id) =>
+          limits.run(subscriptionId, () =>
+            attempt(id).catch((err): Outcome => {
+              log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
+              return { final: false, waitMs: 1_000 };
+            }),
+          ),
+        ),
+      );
+      let waitMs = Number.POSITIVE_INFINITY;
+      for (const o of outcomes) if (!o.final) waitMs = Math.min(waitMs, o.waitMs);
+      if (waitMs === Number.POSITIVE_INFINITY) m.ack();
+      else m.nak(waitMs);
+    } finally {
+      working.delete(m);
+    }
   }
 
   const consumer = await consume(
@@ -157,27 +199,21 @@ export async function startSender(deps: {
       stream: deps.names.stream("WEBHOOK_DELIVERIES"),
       durable: "webhooks-sender",
       filterSubject: deps.names.subject("webhook.deliveries.>"),
-      ackWaitMs: leaseMs + 5_000,
-      // Every delivery waiting for a retry is an unacknowledged job (nak with a delay).
+      ackWaitMs,
+      // Every job waiting for a retry is unacknowledged (nak with a delay).
       maxAckPending: 1_000_000,
     },
     async (m) => {
       const subscriptionId = m.subject.slice(m.subject.lastIndexOf(".") + 1);
-      const { deliveryId } = m.json<{ deliveryId: string }>();
-      if (!limits.hasRoom(subscriptionId)) {
+      const job = m.json<Job>();
+      const ids = job.deliveryIds ?? (job.deliveryId ? [job.deliveryId] : []);
+      // Taking no more jobs while many attempts wait overall keeps what is held here bounded.
+      await limits.room(settings.maxInFlight * BACKLOG_PER_SLOT);
+      if (limits.backlog(subscriptionId) >= settings.maxInFlightPerSubscription * BACKLOG_PER_SLOT) {
         m.nak(limits.backoffMs(subscriptionId));
         return;
       }
-      const release = await limits.acquire(subscriptionId);
-      const work = attempt(m, deliveryId)
-        .catch((err) => {
-          log.warn({ err, deliveryId }, "webhook attempt failed; the job comes back");
-          m.nak(1_000);
-        })
-        .finally(() => {
-          release();
-          running.delete(work);
-        });
+      const work = runJob(m, subscriptionId, ids).finally(() => running.delete(work));
       running.add(work);
     },
     (err) => log.warn({ err }, "webhook deliveries consumer failed; restarting"),
@@ -189,6 +225,7 @@ export async function startSender(deps: {
     async stop() {
       await consumer.stop();
       await Promise.allSettled([...running]);
+      clearInterval(heartbeat);
       await deps.poster.close();
     },
   };

@@ -46,12 +46,38 @@ export const deliveryBody = (e: EventEnvelope) =>
     data: e.data,
   });
 
+/** Deliveries in one job at most: a job is worked on as a whole, acknowledged when all are done. */
+export const JOB_SIZE = 64;
+
 /**
  * `subject(subscriptionId)`: where a delivery's job is queued (WEBHOOK_DELIVERIES).
  * A job leaves through the outbox, in the transaction that creates its
- * delivery: committed means queued, however the process ends after.
+ * deliveries: committed means queued, however the process ends after.
  */
 export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
+  /**
+   * The jobs of new deliveries: one per subscription (up to JOB_SIZE
+   * deliveries each), on the subscription's subject, so that a burst of
+   * events costs the bus a message per subscription rather than per delivery.
+   */
+  function jobsOf(created: Array<{ id: string; subscriptionId: string }>, now: Date) {
+    const bySubscription = new Map<string, string[]>();
+    for (const d of created) {
+      const ids = bySubscription.get(d.subscriptionId);
+      if (ids) ids.push(d.id);
+      else bySubscription.set(d.subscriptionId, [d.id]);
+    }
+    const jobs: Array<{ id: string; subject: string; payload: { deliveryIds: string[] } }> = [];
+    for (const [subscriptionId, ids] of bySubscription)
+      for (let i = 0; i < ids.length; i += JOB_SIZE)
+        jobs.push({
+          id: newId("job", now.getTime()),
+          subject: subject(subscriptionId),
+          payload: { deliveryIds: ids.slice(i, i + JOB_SIZE) },
+        });
+    return jobs;
+  }
+
   /** Every still-pending delivery of a subscription ends dead (breaker, scope revoked). */
   const killPending = (tx: TransactionSql, subscriptionId: string, reason: string) => tx`
     update deliveries set status = 'dead', last_error = coalesce(last_error, ${reason}), lease_until = null,
@@ -125,14 +151,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
             ${matches.map((m) => bodies[m.n - 1]!)}::text[]) as d(id, sub, workspace_id, event_id, event, body)
           on conflict (subscription_id, event_id) do nothing
           returning id, subscription_id`;
-        await writeMessage(
-          tx,
-          created.map((d) => ({
-            id: d.id,
-            subject: subject(d.subscriptionId),
-            payload: { deliveryId: d.id },
-          })),
-        );
+        await writeMessage(tx, jobsOf(created, now));
         return created.length;
       });
     },
