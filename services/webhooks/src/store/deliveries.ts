@@ -78,7 +78,12 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
     return jobs;
   }
 
-  /** Every still-pending delivery of a subscription ends dead (breaker, scope revoked). */
+  /**
+   * Every still-pending delivery of a subscription ends dead (breaker, scope
+   * revoked). It reads the subscription's deliveries through deliveries_recent:
+   * no index on status, so that every claim finds its rows by primary key
+   * (migrations/00002_claim_plan.sql).
+   */
   const killPending = (tx: TransactionSql, subscriptionId: string, reason: string) => tx`
     update deliveries set status = 'dead', last_error = coalesce(last_error, ${reason}), lease_until = null,
       next_attempt_at = null
@@ -140,15 +145,15 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
           join subscriptions s on s.workspace_id = e.workspace_id and s.active
             and s.events @> array[e.type] and s.created_at <= e.occurred_at`;
         if (matches.length === 0) return 0;
-        const bodies = todo.map(deliveryBody);
-        const of = (m: { n: number }) => todo[m.n - 1]!;
+        // Each event's fields and body are sent once, however many subscriptions it goes to.
         const created = await tx<{ id: string; subscriptionId: string }[]>`
           insert into deliveries (id, subscription_id, workspace_id, event_id, event, body, created_at)
-          select d.id, d.sub, d.workspace_id, d.event_id, d.event, d.body, ${now}
+          select d.id, d.sub, e.workspace_id, e.event_id, e.event, e.body, ${now}
           from unnest(${matches.map(() => newId("dlv", now.getTime()))}::text[],
-            ${matches.map((m) => m.id)}::text[], ${matches.map((m) => of(m).workspaceId)}::text[],
-            ${matches.map((m) => of(m).id)}::text[], ${matches.map((m) => of(m).type)}::text[],
-            ${matches.map((m) => bodies[m.n - 1]!)}::text[]) as d(id, sub, workspace_id, event_id, event, body)
+            ${matches.map((m) => m.id)}::text[], ${matches.map((m) => m.n)}::int[]) as d(id, sub, n)
+          join unnest(${todo.map((e) => e.workspaceId)}::text[], ${todo.map((e) => e.id)}::text[],
+            ${todo.map((e) => e.type)}::text[], ${todo.map(deliveryBody)}::text[])
+            with ordinality as e(workspace_id, event_id, event, body, n) using (n)
           on conflict (subscription_id, event_id) do nothing
           returning id, subscription_id`;
         await writeMessage(tx, jobsOf(created, now));
