@@ -11,7 +11,15 @@ beforeAll(async () => {
   server = http.createServer((req, res) => {
     hits++;
     req.resume();
-    req.on("end", () => res.writeHead(req.url === "/moved" ? 301 : 200, { location: "/elsewhere" }).end());
+    req.on("end", () => {
+      if (req.url === "/hang") return; // never answers
+      if (req.url === "/trickle") {
+        // The status comes at once, the body never ends: the status decides the attempt.
+        res.writeHead(200, { "content-type": "text/plain" }).write("still");
+        return;
+      }
+      res.writeHead(req.url === "/moved" ? 301 : 200, { location: "/elsewhere" }).end();
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   port = (server.address() as AddressInfo).port;
@@ -44,6 +52,24 @@ describe("an attempt's POST (API.md §11)", () => {
       error: "redirect 301 not followed",
     });
     expect(hits).toBe(before + 1);
+    await poster.close();
+  });
+
+  it("SPEC §6 Retry 1: a receiver that does not answer within the timeout fails with a timeout; a status that comes in time decides", async () => {
+    const poster = httpPoster({ timeoutMs: 600, allowPrivate: true });
+    const started = performance.now();
+    expect(await poster.post(`http://127.0.0.1:${port}/hang`, "{}", {})).toEqual({
+      ok: false,
+      error: "timeout after 600 ms",
+    });
+    const took = performance.now() - started;
+    expect(took).toBeGreaterThanOrEqual(590);
+    expect(took).toBeLessThan(2_500);
+    expect(await poster.post(`http://127.0.0.1:${port}/trickle`, "{}", {})).toEqual({
+      ok: true,
+      status: 200,
+    });
+    expect(await poster.post(`http://127.0.0.1:${port}/hook`, "{}", {})).toEqual({ ok: true, status: 200 });
     await poster.close();
   });
 });
