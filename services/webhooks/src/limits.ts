@@ -5,8 +5,8 @@
  * for one of the overall slots, each in arrival order: a subscription whose
  * receiver hangs holds at most `perKey` of the overall slots, never more.
  *
- * A job is taken in only while its subscription's backlog (attempts running
- * and waiting here) is small; otherwise it is handed back to JetStream for
+ * A job is taken in (hold) only while its subscription's backlog (deliveries
+ * taken in and not yet attempted) is small; otherwise it is handed back to JetStream for
  * `backoffMs(key)`: about as long as that subscription's attempts have been
  * taking, or as long as its oldest running attempt has been running if that
  * is longer, so a receiver that hangs until the timeout is asked again when a
@@ -18,8 +18,9 @@ export class InFlight {
   private readonly waiting: Array<() => void> = [];
   private readonly keys = new Map<string, KeyState>();
   private readonly durations = new Map<string, number>();
-  /** Attempts running or waiting, over all keys, and who waits for that to shrink. */
-  private queued = 0;
+  /** Deliveries taken in and not yet attempted, per key and over all keys; who waits for room. */
+  private readonly held = new Map<string, number>();
+  private heldTotal = 0;
   private readonly roomWaiters: Array<() => void> = [];
 
   constructor(
@@ -28,10 +29,28 @@ export class InFlight {
     private readonly maxBackoffMs: number,
   ) {}
 
-  /** Attempts of `key` running or waiting for a slot. */
+  /** Deliveries of `key` taken in (hold) and not yet settled. */
   backlog(key: string): number {
-    const k = this.keys.get(key);
-    return k ? k.running + k.waiting.length : 0;
+    return this.held.get(key) ?? 0;
+  }
+
+  /** Takes in `n` deliveries of `key`; each is settled when its attempt is over. */
+  hold(key: string, n: number): void {
+    this.held.set(key, (this.held.get(key) ?? 0) + n);
+    this.heldTotal += n;
+  }
+
+  settle(key: string, n = 1): void {
+    const left = (this.held.get(key) ?? n) - n;
+    if (left <= 0) this.held.delete(key);
+    else this.held.set(key, left);
+    this.heldTotal -= n;
+    if (this.roomWaiters.length > 0) for (const wake of this.roomWaiters.splice(0)) wake();
+  }
+
+  /** Resolves once fewer than `bound` deliveries are held, over all keys. */
+  async room(bound: number): Promise<void> {
+    while (this.heldTotal >= bound) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
   }
 
   /** Waits for a slot of `key`, then for an overall slot; release() gives both back. */
@@ -42,7 +61,6 @@ export class InFlight {
       this.keys.set(key, k);
     }
     const state = k;
-    this.queued++;
     // A released slot is handed straight to the next waiter, so the counts stay as they are then.
     if (state.running >= this.perKey) await new Promise<void>((resolve) => state.waiting.push(resolve));
     else state.running++;
@@ -64,14 +82,7 @@ export class InFlight {
       const nextOfKey = state.waiting.shift();
       if (nextOfKey) nextOfKey();
       else if (--state.running === 0) this.keys.delete(key);
-      this.queued--;
-      if (this.roomWaiters.length > 0) for (const wake of this.roomWaiters.splice(0)) wake();
     };
-  }
-
-  /** Resolves once fewer than `bound` attempts are running or waiting, over all keys. */
-  async room(bound: number): Promise<void> {
-    while (this.queued >= bound) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
   }
 
   /** Runs `attempt` in a slot of `key`. */

@@ -59,6 +59,17 @@ interface Job {
   deliveryId?: string;
 }
 
+/** The delivery ids of a job, or undefined when the message is not one. */
+function jobIds(m: JsMsg): string[] | undefined {
+  try {
+    const job = m.json<Job>();
+    const ids = job.deliveryIds ?? (job.deliveryId === undefined ? undefined : [job.deliveryId]);
+    return Array.isArray(ids) && ids.every((id) => typeof id === "string") ? ids : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** What became of one delivery of a job: final (delivered or dead), or due again in `waitMs`. */
 type Outcome = { final: true } | { final: false; waitMs: number };
 const FINAL: Outcome = { final: true };
@@ -170,22 +181,32 @@ export async function startSender(deps: {
     return next.status === "pending" ? { final: false, waitMs: next.retryInMs } : FINAL;
   }
 
-  /** Every delivery of the job, each in a slot of its subscription; then ack, or nak until the earliest retry. */
+  /**
+   * Every delivery of the job, each in a slot of its subscription; then ack,
+   * or nak until the earliest retry. A few lanes per job take its deliveries
+   * one after another, so a delivery waiting for a slot costs nothing but its
+   * id.
+   */
   async function runJob(m: JsMsg, subscriptionId: string, ids: string[]) {
     working.add(m);
+    let next = 0;
+    let waitMs = Number.POSITIVE_INFINITY;
+    const lane = async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        const outcome = await limits.run(subscriptionId, () =>
+          attempt(id).catch((err): Outcome => {
+            log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
+            return { final: false, waitMs: 1_000 };
+          }),
+        );
+        limits.settle(subscriptionId);
+        if (!outcome.final) waitMs = Math.min(waitMs, outcome.waitMs);
+      }
+    };
     try {
-      const outcomes = await Promise.all(
-        ids.map((id) =>
-          limits.run(subscriptionId, () =>
-            attempt(id).catch((err): Outcome => {
-              log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
-              return { final: false, waitMs: 1_000 };
-            }),
-          ),
-        ),
-      );
-      let waitMs = Number.POSITIVE_INFINITY;
-      for (const o of outcomes) if (!o.final) waitMs = Math.min(waitMs, o.waitMs);
+      const lanes = Math.min(ids.length, settings.maxInFlightPerSubscription);
+      await Promise.all(Array.from({ length: lanes }, lane));
       if (waitMs === Number.POSITIVE_INFINITY) m.ack();
       else m.nak(waitMs);
     } finally {
@@ -205,14 +226,19 @@ export async function startSender(deps: {
     },
     async (m) => {
       const subscriptionId = m.subject.slice(m.subject.lastIndexOf(".") + 1);
-      const job = m.json<Job>();
-      const ids = job.deliveryIds ?? (job.deliveryId ? [job.deliveryId] : []);
+      const ids = jobIds(m);
+      if (!ids) {
+        log.warn({ subject: m.subject }, "webhook job dropped: not a job of deliveries");
+        m.term();
+        return;
+      }
       // Taking no more jobs while many attempts wait overall keeps what is held here bounded.
       await limits.room(settings.maxInFlight * BACKLOG_PER_SLOT);
       if (limits.backlog(subscriptionId) >= settings.maxInFlightPerSubscription * BACKLOG_PER_SLOT) {
         m.nak(limits.backoffMs(subscriptionId));
         return;
       }
+      limits.hold(subscriptionId, ids.length);
       const work = runJob(m, subscriptionId, ids).finally(() => running.delete(work));
       running.add(work);
     },
