@@ -23,10 +23,15 @@ const RESTART_RESET_MS = 30_000;
  * semi-spaces (NODE_MAX_SEMI_SPACE_MB). V8 otherwise lets the heap grow to ~200 MB of RSS under load
  * before it collects; with 96 MB of old space the gateway still peaked at 154 MB on the list pages, its
  * young generation at Node's default 16 MB semi-spaces; with 8 MB it stays near 125 MB (bench/RESULTS.md).
+ * webhooks keeps 16 MB: each delivery's objects live as long as its POST (tens of ms with hundreds in
+ * flight), so with 8 MB most of them outlived two scavenges and went to old space: twice the scavenges,
+ * 60 % more full collections and 20-30 µs more CPU per delivery, for 15 MB less RSS
+ * (bench/RESULTS-webhooks.md).
  */
-export const heapFlags = (env) => [
+const SEMI_SPACE_MB = { webhooks: 16 };
+export const heapFlags = (env, name) => [
   `--max-old-space-size=${env.NODE_MAX_OLD_SPACE_MB || 96}`,
-  `--max-semi-space-size=${env.NODE_MAX_SEMI_SPACE_MB || 8}`,
+  `--max-semi-space-size=${env.NODE_MAX_SEMI_SPACE_MB || SEMI_SPACE_MB[name] || 8}`,
 ];
 
 /**
@@ -106,7 +111,7 @@ export async function startStack(opts = {}) {
   const launch = (name) => {
     const child = startChild(
       name,
-      [...heapFlags(env), ...(opts.nodeArgs?.(name) ?? []), mainOf(name)],
+      [...heapFlags(env, name), ...(opts.nodeArgs?.(name) ?? []), mainOf(name)],
       root,
       env,
       output,
