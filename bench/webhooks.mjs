@@ -20,8 +20,8 @@ import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { watch } from "./procstat.mjs";
 
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 400); // per phase; × 20 subscriptions = deliveries
-const BASELINE = Number(process.env.BENCH_BASELINE_REQUESTS ?? 8000);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000); // per phase; × 20 subscriptions = deliveries
+const BASELINE = Number(process.env.BENCH_BASELINE_REQUESTS ?? 40000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const PHASE_LIMIT_MS = Number(process.env.BENCH_PHASE_LIMIT_MS ?? 120_000);
