@@ -1,11 +1,15 @@
 /**
- * Gathers the calls made in the same turn of the event loop (up to `max`)
- * into one call of `run` with all their items: many attempts claim, or
- * record, their deliveries in one statement instead of one each. `run`
- * answers item by item, in order; when it throws, every call of that batch
- * rejects with its error.
+ * Gathers the calls made in the same turn of the event loop, or within
+ * `waitMs` of the first of them (up to `max`), into one call of `run` with
+ * all their items: many attempts claim, or record, their deliveries in one
+ * statement instead of one each. `run` answers item by item, in order; when
+ * it throws, every call of that batch rejects with its error.
  */
-export function batcher<T, R>(run: (items: T[]) => Promise<R[]>, max = 256): (item: T) => Promise<R> {
+export function batcher<T, R>(
+  run: (items: T[]) => Promise<R[]>,
+  max = 256,
+  waitMs = 0,
+): (item: T) => Promise<R> {
   let waiting: Array<{ item: T; resolve: (r: R) => void; reject: (err: unknown) => void }> = [];
   let scheduled = false;
 
@@ -30,7 +34,8 @@ export function batcher<T, R>(run: (items: T[]) => Promise<R[]>, max = 256): (it
       if (waiting.length >= max) flush();
       else if (!scheduled) {
         scheduled = true;
-        setImmediate(flush);
+        if (waitMs > 0) setTimeout(flush, waitMs);
+        else setImmediate(flush);
       }
     });
 }

@@ -8,8 +8,9 @@ import type { DeliveryStore } from "../store/deliveries.js";
 
 /** Events being fanned out at once; their order does not matter. */
 const PARALLEL = 256;
-/** Events fanned out in one transaction. */
+/** Events fanned out in one transaction, and how long the first of them waits for the others. */
 const BATCH = 64;
+const GATHER_MS = 5;
 
 /**
  * The durable consumer of EVENTS (issue 11 §2): each subscribable event
@@ -17,7 +18,7 @@ const BATCH = 64;
  * queued on WEBHOOK_DELIVERIES through the outbox. Copies of the service
  * share the consumer; the store makes a redelivered event a no-op, so
  * events are fanned out side by side rather than one commit after another:
- * the events that arrive in the same turn share one transaction (one per
+ * the events that arrive within GATHER_MS share one transaction (one per
  * event held up to 16 of the pool's connections and left the sender
  * waiting for one).
  */
@@ -31,10 +32,14 @@ export async function startFanOut(deps: {
   const slots = new InFlight(PARALLEL, 1, 0);
   const running = new Set<Promise<void>>();
   const onError = (err: unknown) => deps.log.warn({ err }, "webhook fan-out failed; the event comes back");
-  const fanOut = batcher(async (events: EventEnvelope[]) => {
-    await deps.deliveries.fanOut(events, deps.clock.now());
-    return events.map(() => undefined);
-  }, BATCH);
+  const fanOut = batcher(
+    async (events: EventEnvelope[]) => {
+      await deps.deliveries.fanOut(events, deps.clock.now());
+      return events.map(() => undefined);
+    },
+    BATCH,
+    GATHER_MS,
+  );
   const consumer = await consume(
     deps.nc,
     {
