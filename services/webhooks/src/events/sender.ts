@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import { consume, type JsMsg, type NatsConnection } from "@funil/bus";
 import type { Clock, Logger, Naming } from "@funil/config";
@@ -23,8 +24,8 @@ export interface SenderSettings {
 const AUTH_RETRY_MS = 2_000;
 
 /**
- * How long an attempt waits for company before its key check, claim and
- * record go out: a few milliseconds of a delivery's latency buy statements
+ * How long an attempt waits for company before its key check, read and
+ * record go out (and a job before its lease is taken): a few milliseconds of a delivery's latency buy statements
  * and key checks shared by many more attempts (at 5 000 deliveries a second,
  * one per event-loop turn meant one every 20 or so).
  */
@@ -63,16 +64,24 @@ const BACKLOG_PER_SLOT = 4;
  * per delivery. (`deliveryId`: a job of one, as queued before.)
  */
 interface Job {
+  job?: string;
   deliveryIds?: string[];
   deliveryId?: string;
 }
 
-/** The delivery ids of a job, or undefined when the message is not one. */
-function jobIds(m: JsMsg): string[] | undefined {
+/**
+ * A job's id (its lease's key) and delivery ids, or undefined when the
+ * message is not a job. A job of one delivery queued before jobs had ids is
+ * known by its delivery's id.
+ */
+function jobOf(m: JsMsg): { id: string; deliveryIds: string[] } | undefined {
   try {
     const job = m.json<Job>();
     const ids = job.deliveryIds ?? (job.deliveryId === undefined ? undefined : [job.deliveryId]);
-    return Array.isArray(ids) && ids.every((id) => typeof id === "string") ? ids : undefined;
+    if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === "string"))
+      return undefined;
+    const id = typeof job.job === "string" ? job.job : ids[0]!;
+    return { id, deliveryIds: ids };
   } catch {
     return undefined;
   }
@@ -87,11 +96,11 @@ const FINAL: Outcome = { final: true };
  * delivery of a job, each in a slot of its subscription; every outcome is
  * written to its delivery's row before the job is acknowledged, or handed
  * back with the delay of its earliest retry (`nak`, the schedule of
- * schedule.ts), so a process killed at any point loses nothing. A delivery
- * already delivered is never sent again: its row is claimed before each
- * attempt, and a job that comes back finds it final. While a job's
- * deliveries wait for slots, the job tells JetStream it is still being
- * worked on.
+ * schedule.ts), so a process killed at any point loses nothing. A job is
+ * worked on by one sender at a time, the holder of its lease (job_leases),
+ * and each delivery's row is read as its attempt starts: one delivered, or
+ * dead, is never sent again. While a job's deliveries wait for slots, its
+ * lease is held on and JetStream is told it is still being worked on.
  */
 export async function startSender(deps: {
   nc: NatsConnection;
@@ -106,20 +115,42 @@ export async function startSender(deps: {
 }) {
   const { deliveries, clock, log, settings } = deps;
   const limits = new InFlight(settings.maxInFlight, settings.maxInFlightPerSubscription, settings.timeoutMs);
-  // A lease outlives the longest attempt; the job's ack wait outlives the lease, so a job that comes
-  // back after a crash finds its deliveries free.
+  // A job's lease is held on every ackWaitMs / 4 while it is worked on; the job's ack wait outlives the
+  // lease, so a job that comes back after a crash finds its lease run out.
   const leaseMs = settings.timeoutMs + 5_000;
   const ackWaitMs = leaseMs + 5_000;
   const running = new Set<Promise<void>>();
-  const working = new Set<JsMsg>();
+  // The jobs held by this process, by id; each holds its lease until released.
+  const holder = randomUUID();
+  const working = new Map<string, JsMsg>();
   const heartbeat = setInterval(() => {
-    for (const m of working) m.working();
+    for (const m of working.values()) m.working();
+    const now = clock.now();
+    deliveries
+      .extendJobs([...working.keys()], holder, new Date(now.getTime() + leaseMs))
+      .catch((err) => log.warn({ err }, "webhook job leases could not be held on"));
   }, ackWaitMs / 4);
   heartbeat.unref();
   const keyOf = keyChecker(deps.auth);
-  // The attempts that start in the same turn claim their deliveries in one statement, and the successes
-  // that come back in the same turn are recorded in one: two statements per batch, not two per attempt.
-  const claim = batcher((ids: string[]) => deliveries.claimAll(ids, clock.now(), leaseMs), 256, GATHER_MS);
+  // Jobs taken within GATHER_MS lease (and release) in one statement; attempts that start within it read
+  // their deliveries in one, and the successes that come back within it are recorded in one.
+  const lease = batcher(
+    (jobs: string[]) => {
+      const now = clock.now();
+      return deliveries.leaseJobs(jobs, holder, now, new Date(now.getTime() + leaseMs));
+    },
+    256,
+    GATHER_MS,
+  );
+  const release = batcher(
+    async (jobs: string[]) => {
+      await deliveries.releaseJobs(jobs, holder);
+      return jobs.map(() => undefined);
+    },
+    256,
+    GATHER_MS,
+  );
+  const claim = batcher((ids: string[]) => deliveries.readDue(ids, clock.now(), leaseMs), 256, GATHER_MS);
   const recordDelivered = batcher(
     async (done: Array<{ claimed: Claimed; status: number; at: Date }>) => {
       await deliveries.recordDelivered(done);
@@ -152,7 +183,6 @@ export async function startSender(deps: {
         { cause: causeOf(err), deliveryId },
         "webhook attempt postponed: the key's scopes could not be checked",
       );
-      await deliveries.release(claimed.id);
       return { final: false, waitMs: AUTH_RETRY_MS };
     }
     const scope = WEBHOOK_EVENTS[claimed.event as WebhookEvent];
@@ -199,8 +229,24 @@ export async function startSender(deps: {
    * one after another, so a delivery waiting for a slot costs nothing but its
    * id.
    */
-  async function runJob(m: JsMsg, subscriptionId: string, ids: string[]) {
-    working.add(m);
+  async function runJob(m: JsMsg, subscriptionId: string, job: { id: string; deliveryIds: string[] }) {
+    const ids = job.deliveryIds;
+    let granted: boolean;
+    try {
+      granted = await lease(job.id);
+    } catch (err) {
+      limits.settle(subscriptionId, ids.length);
+      log.warn({ err, job: job.id }, "webhook job postponed: its lease could not be taken");
+      m.nak(1_000);
+      return;
+    }
+    if (!granted) {
+      // Another sender holds it (a copy of this job came back while the first is still worked on).
+      limits.settle(subscriptionId, ids.length);
+      m.nak(leaseMs);
+      return;
+    }
+    working.set(job.id, m);
     let next = 0;
     let waitMs = Number.POSITIVE_INFINITY;
     const lane = async () => {
@@ -219,11 +265,14 @@ export async function startSender(deps: {
     try {
       const lanes = Math.min(ids.length, settings.maxInFlightPerSubscription);
       await Promise.all(Array.from({ length: lanes }, lane));
-      if (waitMs === Number.POSITIVE_INFINITY) m.ack();
-      else m.nak(waitMs);
     } finally {
-      working.delete(m);
+      working.delete(job.id);
+      // Released before the job is handed back, so that it finds its lease free when it returns; if the
+      // release fails the lease runs out by itself.
+      await release(job.id).catch((err) => log.warn({ err, job: job.id }, "webhook job lease not released"));
     }
+    if (waitMs === Number.POSITIVE_INFINITY) m.ack();
+    else m.nak(waitMs);
   }
 
   const consumer = await consume(
@@ -238,8 +287,8 @@ export async function startSender(deps: {
     },
     async (m) => {
       const subscriptionId = m.subject.slice(m.subject.lastIndexOf(".") + 1);
-      const ids = jobIds(m);
-      if (!ids) {
+      const job = jobOf(m);
+      if (!job) {
         log.warn({ subject: m.subject }, "webhook job dropped: not a job of deliveries");
         m.term();
         return;
@@ -250,8 +299,8 @@ export async function startSender(deps: {
         m.nak(limits.backoffMs(subscriptionId));
         return;
       }
-      limits.hold(subscriptionId, ids.length);
-      const work = runJob(m, subscriptionId, ids).finally(() => running.delete(work));
+      limits.hold(subscriptionId, job.deliveryIds.length);
+      const work = runJob(m, subscriptionId, job).finally(() => running.delete(work));
       running.add(work);
     },
     (err) => log.warn({ err }, "webhook deliveries consumer failed; restarting"),

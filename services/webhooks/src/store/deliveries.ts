@@ -14,7 +14,7 @@ export interface DeliveryRecord {
   createdAt: Date;
 }
 
-/** What an attempt needs, read when it claims its delivery. */
+/** What an attempt needs, read as it starts (readDue). */
 export interface Claimed {
   id: string;
   subscriptionId: string;
@@ -67,25 +67,27 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       if (ids) ids.push(d.id);
       else bySubscription.set(d.subscriptionId, [d.id]);
     }
-    const jobs: Array<{ id: string; subject: string; payload: { deliveryIds: string[] } }> = [];
+    const jobs: Array<{ id: string; subject: string; payload: { job: string; deliveryIds: string[] } }> = [];
     for (const [subscriptionId, ids] of bySubscription)
-      for (let i = 0; i < ids.length; i += JOB_SIZE)
+      for (let i = 0; i < ids.length; i += JOB_SIZE) {
+        const job = newId("job", now.getTime());
         jobs.push({
-          id: newId("job", now.getTime()),
+          id: job,
           subject: subject(subscriptionId),
-          payload: { deliveryIds: ids.slice(i, i + JOB_SIZE) },
+          payload: { job, deliveryIds: ids.slice(i, i + JOB_SIZE) },
         });
+      }
     return jobs;
   }
 
   /**
    * Every still-pending delivery of a subscription ends dead (breaker, scope
    * revoked). It reads the subscription's deliveries through deliveries_recent:
-   * no index on status, so that every claim finds its rows by primary key
+   * no index on status, so that every read of an attempt finds its rows by primary key
    * (migrations/00002_claim_plan.sql).
    */
   const killPending = (tx: TransactionSql, subscriptionId: string, reason: string) => tx`
-    update deliveries set status = 'dead', last_error = coalesce(last_error, ${reason}), lease_until = null,
+    update deliveries set status = 'dead', last_error = coalesce(last_error, ${reason}),
       next_attempt_at = null
     where subscription_id = ${subscriptionId} and status = 'pending'`;
 
@@ -106,7 +108,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         where id = any(${[...new Set(done.map((d) => d.claimed.subscriptionId))]}::text[])
           and failing_since is not null)
       update deliveries set status = 'delivered', attempts = a.attempts, response_status = a.status,
-        last_error = null, last_attempt_at = a.at, lease_until = null, next_attempt_at = null
+        last_error = null, last_attempt_at = a.at, next_attempt_at = null
       from unnest(${done.map((d) => d.claimed.id)}::text[], ${done.map((d) => d.claimed.attempts + 1)}::int[],
         ${done.map((d) => d.status)}::int[], ${done.map((d) => d.at.toISOString())}::timestamptz[]) as a(id, attempts, status, at)
       where deliveries.id = a.id`;
@@ -169,47 +171,64 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
     },
 
     /**
-     * Takes pending, due deliveries for one attempt each, in one statement:
-     * a lease of `leaseMs` keeps any other copy of their jobs from sending at
-     * the same time. Answers id by id; an id asked twice is claimed once (its
-     * second job waits out the lease).
+     * The deliveries of held jobs as their attempts start, in one read:
+     * each one pending and due is answered with what its attempt needs, read
+     * now (a subscription deactivated, a URL changed or a secret rotated
+     * since its job came is seen); the others with final (delivered, dead or
+     * gone) or with how long until they are due. An id asked twice in one
+     * batch is answered once; its second asker waits a lease.
      */
-    async claimAll(ids: string[], now: Date, leaseMs: number): Promise<Array<Claimed | Unclaimable>> {
-      const rows = await sql<Claimed[]>`
-        update deliveries d set lease_until = ${new Date(now.getTime() + leaseMs)}
-        from subscriptions s
-        where d.id = any(${ids}::text[]) and s.id = d.subscription_id and d.status = 'pending'
-          and (d.lease_until is null or d.lease_until <= ${now})
-          and (d.next_attempt_at is null or d.next_attempt_at <= ${now})
-        returning d.id, d.subscription_id, d.event, d.body, d.attempts, s.url, s.key_id, s.active,
-          s.secret, s.previous_secret, s.previous_secret_until`;
-      const claimed = new Map(rows.map((r) => [r.id, r]));
-      const rest = ids.filter((id) => !claimed.has(id));
-      const held = new Map<string, { status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }>();
-      if (rest.length > 0) {
-        for (const h of await sql<
-          { id: string; status: string; leaseUntil: Date | null; nextAttemptAt: Date | null }[]
-        >`
-          select id, status, lease_until, next_attempt_at from deliveries where id = any(${rest}::text[])`)
-          held.set(h.id, h);
-      }
+    async readDue(ids: string[], now: Date, leaseMs: number): Promise<Array<Claimed | Unclaimable>> {
+      const rows = await sql<(Claimed & { status: string; nextAttemptAt: Date | null })[]>`
+        select d.id, d.subscription_id, d.event, d.body, d.attempts, d.status, d.next_attempt_at, s.url, s.key_id,
+          s.active, s.secret, s.previous_secret, s.previous_secret_until
+        from deliveries d join subscriptions s on s.id = d.subscription_id
+        where d.id = any(${ids}::text[])`;
+      const found = new Map(rows.map((r) => [r.id, r]));
+      const answered = new Set<string>();
       return ids.map((id): Claimed | Unclaimable => {
-        const row = claimed.get(id);
-        if (row) {
-          claimed.delete(id);
-          return row;
-        }
-        if (rows.some((r) => r.id === id)) return { final: false, waitMs: leaseMs };
-        const h = held.get(id);
-        if (h?.status !== "pending") return { final: true };
-        const due = Math.max(h.leaseUntil?.getTime() ?? 0, h.nextAttemptAt?.getTime() ?? 0);
-        return { final: false, waitMs: Math.max(1, due - now.getTime()) };
+        const row = found.get(id);
+        if (!row || row.status !== "pending") return { final: true };
+        if (answered.has(id)) return { final: false, waitMs: leaseMs };
+        answered.add(id);
+        const due = row.nextAttemptAt?.getTime() ?? 0;
+        if (due > now.getTime()) return { final: false, waitMs: due - now.getTime() };
+        const { status: _status, nextAttemptAt: _next, ...claimed } = row;
+        return claimed;
       });
     },
 
-    /** Gives a claimed delivery back without an attempt (the key could not be checked). */
-    async release(id: string): Promise<void> {
-      await sql`update deliveries set lease_until = null where id = ${id}`;
+    /**
+     * Takes the leases of jobs for `holder` until `until`: a job is granted
+     * when no one holds it or its lease ran out. Answers job by job whether
+     * it was granted.
+     */
+    async leaseJobs(jobIds: string[], holder: string, now: Date, until: Date): Promise<boolean[]> {
+      const granted = new Set(
+        (
+          await sql<{ jobId: string }[]>`
+            insert into job_leases (job_id, holder, lease_until)
+            select j, ${holder}, ${until} from unnest(${[...new Set(jobIds)].sort()}::text[]) as j
+            on conflict (job_id) do update set holder = excluded.holder, lease_until = excluded.lease_until
+              where job_leases.lease_until <= ${now}
+            returning job_id`
+        ).map((r) => r.jobId),
+      );
+      // A job asked twice in one batch is granted to its first asker only.
+      return jobIds.map((id) => granted.delete(id));
+    },
+
+    /** Holds `holder`'s jobs on until `until` (while their deliveries wait for slots or attempts run). */
+    async extendJobs(jobIds: string[], holder: string, until: Date): Promise<void> {
+      if (jobIds.length === 0) return;
+      await sql`update job_leases set lease_until = ${until}
+        where job_id = any(${jobIds}::text[]) and holder = ${holder}`;
+    },
+
+    /** Gives up `holder`'s jobs: done (acked) or handed back until their next retry (nak). */
+    async releaseJobs(jobIds: string[], holder: string): Promise<void> {
+      if (jobIds.length === 0) return;
+      await sql`delete from job_leases where job_id = any(${jobIds}::text[]) and holder = ${holder}`;
     },
 
     /**
@@ -229,7 +248,6 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         response_status: result.status ?? null,
         last_error: result.ok ? null : (result.error ?? "failed"),
         last_attempt_at: now,
-        lease_until: null,
       };
       if (result.ok) {
         await recordDelivered([{ claimed, status: result.status ?? 200, at: now }]);
@@ -271,7 +289,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
 
     /** A job of a deactivated subscription: its delivery ends dead, unsent. */
     async abandon(claimed: Claimed): Promise<void> {
-      await sql`update deliveries set status = 'dead', lease_until = null, next_attempt_at = null,
+      await sql`update deliveries set status = 'dead', next_attempt_at = null,
         last_error = coalesce(last_error, 'the subscription is not active') where id = ${claimed.id}`;
     },
   };

@@ -1,0 +1,46 @@
+import { naming } from "@funil/config";
+import { migrate, openDatabase, type Sql } from "@funil/db";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrations } from "../server.js";
+import { deliveryStore } from "./deliveries.js";
+
+/** The job leases on the real test database: one sender at a time works on a job (issue 11 §2, §4). */
+const names = naming(`${process.env.FUNIL_TEST_ENV}_leases`);
+let sql: Sql;
+let store: ReturnType<typeof deliveryStore>;
+const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
+
+beforeAll(async () => {
+  sql = await openDatabase(
+    process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    names.database("webhooks"),
+  );
+  await migrate(sql, migrations);
+  store = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+});
+afterAll(async () => {
+  await sql?.end({ timeout: 5 });
+});
+
+describe("job leases", () => {
+  it("a job is granted to one holder; again only once released or run out", async () => {
+    const job = `job_${Date.now()}`;
+    expect(await store.leaseJobs([job, job], "a", at(0), at(10_000))).toEqual([true, false]);
+    expect(await store.leaseJobs([job], "b", at(5_000), at(15_000))).toEqual([false]);
+    // Held on by its holder; another process cannot hold it on, nor release it.
+    await store.extendJobs([job], "a", at(20_000));
+    await store.extendJobs([job], "b", at(1));
+    await store.releaseJobs([job], "b");
+    expect(await store.leaseJobs([job], "b", at(15_000), at(25_000))).toEqual([false]);
+    // Run out: the next asker takes it over.
+    expect(await store.leaseJobs([job], "b", at(20_000), at(30_000))).toEqual([true]);
+    await store.releaseJobs([job], "a");
+    expect(await store.leaseJobs([job], "c", at(21_000), at(31_000))).toEqual([false]);
+    await store.releaseJobs([job], "b");
+    expect(await store.leaseJobs([job], "c", at(21_000), at(31_000))).toEqual([true]);
+  });
+
+  it("a delivery that is gone is final: its job is done with it", async () => {
+    expect(await store.readDue(["dlv_missing"], at(0), 1_000)).toEqual([{ final: true }]);
+  });
+});
