@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InFlight } from "./limits.js";
+import { InFlight, JobQueues } from "./limits.js";
 
 describe("issue 11: bounded attempts in flight, overall and per subscription", () => {
   it("a subscription at its bound makes its next attempt wait for its own slot; the others go on", async () => {
@@ -19,25 +19,6 @@ describe("issue 11: bounded attempts in flight, overall and per subscription", (
     await a3;
     expect(third).toBe(true);
     expect(limits.size()).toBe(2);
-  });
-
-  it("deliveries taken in count against their subscription's backlog until settled; room() waits for the overall one", async () => {
-    const limits = new InFlight(1, 1, 10_000);
-    limits.hold("a", 3);
-    limits.hold("b", 1);
-    expect(limits.backlog("a")).toBe(3);
-    let roomy = false;
-    const room = limits.room(4).then(() => {
-      roomy = true;
-    });
-    await new Promise((r) => setTimeout(r, 10));
-    expect(roomy).toBe(false);
-    limits.settle("a");
-    await room;
-    expect(limits.backlog("a")).toBe(2);
-    limits.settle("a", 2);
-    limits.settle("b");
-    expect(limits.backlog("a") + limits.backlog("b")).toBe(0);
   });
 
   it("the overall bound makes the next attempt wait for a free slot, in order", async () => {
@@ -78,5 +59,42 @@ describe("issue 11: bounded attempts in flight, overall and per subscription", (
     const again = await limits.acquire("hang");
     again();
     expect(limits.backoffMs("other")).toBeLessThan(200);
+  });
+});
+
+describe("issue 11: jobs held per subscription", () => {
+  it("a few jobs of a subscription run, some more wait in order, the rest are refused; others are not held up", () => {
+    const jobs = new JobQueues<string>(2, 2, 100);
+    expect(["a1", "a2", "a3", "a4", "a5"].map((j) => jobs.offer("a", j))).toEqual([
+      "run",
+      "run",
+      "queued",
+      "queued",
+      "full",
+    ]);
+    expect(jobs.offer("b", "b1")).toBe("run");
+    expect([...jobs.waiting()]).toEqual(["a3", "a4"]);
+    expect(jobs.done("a")).toBe("a3");
+    expect(jobs.done("a")).toBe("a4");
+    expect(jobs.done("a")).toBeUndefined();
+    // One of a's jobs still runs (a4): a new one runs beside it.
+    expect(jobs.offer("a", "a6")).toBe("run");
+    expect(jobs.size()).toBe(3);
+  });
+
+  it("room() waits while the process holds its bound of jobs; takeWaiting() empties the queues", async () => {
+    const jobs = new JobQueues<string>(1, 5, 2);
+    jobs.offer("a", "a1");
+    jobs.offer("a", "a2");
+    let roomy = false;
+    const room = jobs.room().then(() => {
+      roomy = true;
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(roomy).toBe(false);
+    expect(jobs.takeWaiting()).toEqual(["a2"]);
+    expect(jobs.done("a")).toBeUndefined();
+    await room;
+    expect(jobs.size()).toBe(0);
   });
 });

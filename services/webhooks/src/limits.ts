@@ -5,53 +5,22 @@
  * for one of the overall slots, each in arrival order: a subscription whose
  * receiver hangs holds at most `perKey` of the overall slots, never more.
  *
- * A job is taken in (hold) only while its subscription's backlog (deliveries
- * taken in and not yet attempted) is small; otherwise it is handed back to JetStream for
- * `backoffMs(key)`: about as long as that subscription's attempts have been
- * taking, or as long as its oldest running attempt has been running if that
- * is longer, so a receiver that hangs until the timeout is asked again when a
- * slot may be free (its jobs do not bounce every 100 ms while its first
- * attempts hang), and a fast one at once.
+ * backoffMs(key) says how long a job of a subscription that has no room
+ * (JobQueues) waits before JetStream offers it again: about as long as that
+ * subscription's attempts have been taking, or as long as its oldest running
+ * attempt has been running if that is longer, so a receiver that hangs until
+ * the timeout is asked again when a slot may be free, and a fast one at once.
  */
 export class InFlight {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
   private readonly keys = new Map<string, KeyState>();
   private readonly durations = new Map<string, number>();
-  /** Deliveries taken in and not yet attempted, per key and over all keys; who waits for room. */
-  private readonly held = new Map<string, number>();
-  private heldTotal = 0;
-  private readonly roomWaiters: Array<() => void> = [];
-
   constructor(
     readonly total: number,
     readonly perKey: number,
     private readonly maxBackoffMs: number,
   ) {}
-
-  /** Deliveries of `key` taken in (hold) and not yet settled. */
-  backlog(key: string): number {
-    return this.held.get(key) ?? 0;
-  }
-
-  /** Takes in `n` deliveries of `key`; each is settled when its attempt is over. */
-  hold(key: string, n: number): void {
-    this.held.set(key, (this.held.get(key) ?? 0) + n);
-    this.heldTotal += n;
-  }
-
-  settle(key: string, n = 1): void {
-    const left = (this.held.get(key) ?? n) - n;
-    if (left <= 0) this.held.delete(key);
-    else this.held.set(key, left);
-    this.heldTotal -= n;
-    if (this.roomWaiters.length > 0) for (const wake of this.roomWaiters.splice(0)) wake();
-  }
-
-  /** Resolves once fewer than `bound` deliveries are held, over all keys. */
-  async room(bound: number): Promise<void> {
-    while (this.heldTotal >= bound) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
-  }
 
   /** Waits for a slot of `key`, then for an overall slot; release() gives both back. */
   async acquire(key: string): Promise<() => void> {
@@ -115,4 +84,79 @@ interface KeyState {
   waiting: Array<() => void>;
   /** When each running attempt of the key started, oldest first. */
   started: number[];
+}
+
+/**
+ * The jobs a process holds, per subscription: `running` of them at once
+ * (their deliveries share the subscription's slots), up to `waiting` more
+ * queued here in arrival order, and the rest handed back to JetStream (full).
+ * A job that waits here costs its message only: a receiver that hangs does
+ * not make its jobs bounce off the bus, nor hold the others'. room() waits
+ * while `total` jobs are held over all subscriptions, so what a process
+ * holds stays bounded however many subscriptions there are.
+ */
+export class JobQueues<J> {
+  private readonly running = new Map<string, number>();
+  private readonly queued = new Map<string, J[]>();
+  private held = 0;
+  private readonly roomWaiters: Array<() => void> = [];
+
+  constructor(
+    readonly runningPerKey: number,
+    readonly waitingPerKey: number,
+    readonly total: number,
+  ) {}
+
+  /** Takes a job of `key`: to run now, queued behind the running ones, or refused (full). */
+  offer(key: string, job: J): "run" | "queued" | "full" {
+    const running = this.running.get(key) ?? 0;
+    if (running < this.runningPerKey) {
+      this.running.set(key, running + 1);
+      this.held++;
+      return "run";
+    }
+    const queue = this.queued.get(key);
+    if ((queue?.length ?? 0) >= this.waitingPerKey) return "full";
+    if (queue) queue.push(job);
+    else this.queued.set(key, [job]);
+    this.held++;
+    return "queued";
+  }
+
+  /** A running job of `key` is over: answers the next one of `key` to run, if one waits. */
+  done(key: string): J | undefined {
+    this.held--;
+    if (this.roomWaiters.length > 0) for (const wake of this.roomWaiters.splice(0)) wake();
+    const queue = this.queued.get(key);
+    const next = queue?.shift();
+    if (queue && queue.length === 0) this.queued.delete(key);
+    if (next !== undefined) return next;
+    const running = (this.running.get(key) ?? 1) - 1;
+    if (running <= 0) this.running.delete(key);
+    else this.running.set(key, running);
+    return undefined;
+  }
+
+  /** The jobs waiting their turn (their messages are told to JetStream as still worked on). */
+  *waiting(): Iterable<J> {
+    for (const queue of this.queued.values()) yield* queue;
+  }
+
+  /** Empties every queue (the process stops): the jobs that waited, to hand back. */
+  takeWaiting(): J[] {
+    const all = [...this.waiting()];
+    this.held -= all.length;
+    this.queued.clear();
+    return all;
+  }
+
+  /** Resolves once fewer than `total` jobs are held. */
+  async room(): Promise<void> {
+    while (this.held >= this.total) await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /** Jobs held, running or waiting. */
+  size(): number {
+    return this.held;
+  }
 }

@@ -7,7 +7,7 @@ import { causeOf } from "@funil/rpc";
 import { WEBHOOK_EVENTS, type WebhookEvent } from "@funil/schemas";
 import { batcher } from "../batch.js";
 import type { Poster } from "../delivery.js";
-import { InFlight } from "../limits.js";
+import { InFlight, JobQueues } from "../limits.js";
 import { afterAttempt } from "../schedule.js";
 import { type SecretBox, signatureHeader } from "../secrets.js";
 import type { Claimed, DeliveryStore } from "../store/deliveries.js";
@@ -54,8 +54,14 @@ export function keyChecker(auth: Pick<Client<typeof AuthService>, "getKey">, win
   };
 }
 
-/** Deliveries a job may bring while its subscription has this many attempts running or waiting. */
-const BACKLOG_PER_SLOT = 4;
+/**
+ * Jobs of one subscription worked on at once (each brings up to JOB_SIZE
+ * deliveries to its slots), jobs of one subscription queued in the process
+ * behind them, and jobs held over all subscriptions.
+ */
+const JOBS_RUNNING_PER_SUBSCRIPTION = 2;
+const JOBS_WAITING_PER_SUBSCRIPTION = 64;
+const JOBS_HELD = 4_096;
 
 /**
  * A job of WEBHOOK_DELIVERIES: deliveries of one subscription. The fan-out
@@ -115,6 +121,11 @@ export async function startSender(deps: {
 }) {
   const { deliveries, clock, log, settings } = deps;
   const limits = new InFlight(settings.maxInFlight, settings.maxInFlightPerSubscription, settings.timeoutMs);
+  const jobs = new JobQueues<{ m: JsMsg; job: { id: string; deliveryIds: string[] } }>(
+    JOBS_RUNNING_PER_SUBSCRIPTION,
+    JOBS_WAITING_PER_SUBSCRIPTION,
+    JOBS_HELD,
+  );
   // A job's lease is held on every ackWaitMs / 4 while it is worked on; the job's ack wait outlives the
   // lease, so a job that comes back after a crash finds its lease run out.
   const leaseMs = settings.timeoutMs + 5_000;
@@ -125,6 +136,7 @@ export async function startSender(deps: {
   const working = new Map<string, JsMsg>();
   const heartbeat = setInterval(() => {
     for (const m of working.values()) m.working();
+    for (const queued of jobs.waiting()) queued.m.working();
     const now = clock.now();
     deliveries
       .extendJobs([...working.keys()], holder, new Date(now.getTime() + leaseMs))
@@ -235,14 +247,12 @@ export async function startSender(deps: {
     try {
       granted = await lease(job.id);
     } catch (err) {
-      limits.settle(subscriptionId, ids.length);
       log.warn({ err, job: job.id }, "webhook job postponed: its lease could not be taken");
       m.nak(1_000);
       return;
     }
     if (!granted) {
       // Another sender holds it (a copy of this job came back while the first is still worked on).
-      limits.settle(subscriptionId, ids.length);
       m.nak(leaseMs);
       return;
     }
@@ -258,7 +268,6 @@ export async function startSender(deps: {
             return { final: false, waitMs: 1_000 };
           }),
         );
-        limits.settle(subscriptionId);
         if (!outcome.final) waitMs = Math.min(waitMs, outcome.waitMs);
       }
     };
@@ -273,6 +282,16 @@ export async function startSender(deps: {
     }
     if (waitMs === Number.POSITIVE_INFINITY) m.ack();
     else m.nak(waitMs);
+  }
+
+  /** Runs a job; when it is over, the next job of its subscription waiting here, if any. */
+  function start(subscriptionId: string, entry: { m: JsMsg; job: { id: string; deliveryIds: string[] } }) {
+    const work = runJob(entry.m, subscriptionId, entry.job).finally(() => {
+      running.delete(work);
+      const next = jobs.done(subscriptionId);
+      if (next) start(subscriptionId, next);
+    });
+    running.add(work);
   }
 
   const consumer = await consume(
@@ -293,24 +312,22 @@ export async function startSender(deps: {
         m.term();
         return;
       }
-      // Taking no more jobs while many attempts wait overall keeps what is held here bounded.
-      await limits.room(settings.maxInFlight * BACKLOG_PER_SLOT);
-      if (limits.backlog(subscriptionId) >= settings.maxInFlightPerSubscription * BACKLOG_PER_SLOT) {
-        m.nak(limits.backoffMs(subscriptionId));
-        return;
-      }
-      limits.hold(subscriptionId, job.deliveryIds.length);
-      const work = runJob(m, subscriptionId, job).finally(() => running.delete(work));
-      running.add(work);
+      // Taking no more jobs while many are held keeps what a process holds bounded.
+      await jobs.room();
+      const entry = { m, job };
+      const verdict = jobs.offer(subscriptionId, entry);
+      if (verdict === "full") m.nak(limits.backoffMs(subscriptionId));
+      else if (verdict === "run") start(subscriptionId, entry);
     },
     (err) => log.warn({ err }, "webhook deliveries consumer failed; restarting"),
   );
 
   return {
     consumer,
-    /** Stops taking jobs, then lets the attempts in flight finish. */
+    /** Stops taking jobs, hands back those waiting here, then lets the running ones finish. */
     async stop() {
       await consumer.stop();
+      for (const waiting of jobs.takeWaiting()) waiting.m.nak();
       await Promise.allSettled([...running]);
       clearInterval(heartbeat);
       await deps.poster.close();
