@@ -26,8 +26,19 @@ function withDatabase(url: string, database: string): string {
 /**
  * Opens the service's own database on the server of `serverUrl`, creating it
  * when it does not exist yet (several processes may race to create it).
+ *
+ * `customPlans`: every statement is planned for its parameters and its
+ * tables as they are now (plan_cache_mode = force_custom_plan), never by a
+ * generic plan cached from earlier executions. For a table that grows fast
+ * from (nearly) empty: a generic plan made while it held a few rows, or while
+ * its statistics said so until autovacuum's next ANALYZE, reads it whole at
+ * every execution.
  */
-export async function openDatabase(serverUrl: string, database: string, opts: { max?: number } = {}) {
+export async function openDatabase(
+  serverUrl: string,
+  database: string,
+  opts: { max?: number; customPlans?: boolean } = {},
+) {
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   try {
     const rows = await admin`select 1 from pg_database where datname = ${database}`;
@@ -49,6 +60,9 @@ export async function openDatabase(serverUrl: string, database: string, opts: { 
     // them a single read costs PostgreSQL and crm about 100 µs more each.
     prepare: true,
     onnotice: () => {},
-    connection: { application_name: database },
+    connection: {
+      application_name: database,
+      ...(opts.customPlans ? { plan_cache_mode: "force_custom_plan" } : {}),
+    },
   });
 }

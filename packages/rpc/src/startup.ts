@@ -68,6 +68,8 @@ export async function startService(opts: {
   port: number;
   clock: Clock;
   migrations: string;
+  /** Plan every statement afresh (openDatabase's customPlans). */
+  customPlans?: boolean;
   wire: (infra: Infra) => Wired | Promise<Wired>;
 }) {
   const { name, config, clock } = opts;
@@ -75,6 +77,7 @@ export async function startService(opts: {
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database(name), {
     max: config.DATABASE_POOL_MAX,
+    customPlans: opts.customPlans,
   });
   await migrate(sql, opts.migrations);
   const nc = await connectBus(config.NATS_URL, name);
