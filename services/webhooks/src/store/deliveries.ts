@@ -188,7 +188,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       const answered = new Set<string>();
       return ids.map((id): Claimed | Unclaimable => {
         const row = found.get(id);
-        if (!row || row.status !== "pending") return { final: true };
+        if (row?.status !== "pending") return { final: true };
         if (answered.has(id)) return { final: false, waitMs: leaseMs };
         answered.add(id);
         const due = row.nextAttemptAt?.getTime() ?? 0;
