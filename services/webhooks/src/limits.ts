@@ -54,16 +54,6 @@ export class InFlight {
     };
   }
 
-  /** Runs `attempt` in a slot of `key`. */
-  async run<T>(key: string, attempt: () => Promise<T>): Promise<T> {
-    const release = await this.acquire(key);
-    try {
-      return await attempt();
-    } finally {
-      release();
-    }
-  }
-
   /** How long a job of a busy `key` waits before it is offered again (with jitter). */
   backoffMs(key: string): number {
     const oldest = this.keys.get(key)?.started[0];

@@ -8,7 +8,7 @@ import { WEBHOOK_EVENTS, type WebhookEvent } from "@funil/schemas";
 import { batcher } from "../batch.js";
 import type { Poster } from "../delivery.js";
 import { InFlight, JobQueues } from "../limits.js";
-import { afterAttempt } from "../schedule.js";
+import { type AttemptResult, afterAttempt } from "../schedule.js";
 import { type SecretBox, signatureHeader } from "../secrets.js";
 import type { Claimed, DeliveryStore } from "../store/deliveries.js";
 
@@ -30,6 +30,9 @@ const AUTH_RETRY_MS = 2_000;
  * one per event-loop turn meant one every 20 or so).
  */
 const GATHER_MS = 2;
+
+/** How long an attempt may wait for its slot before it checks its delivery and key again. */
+const RECHECK_MS = 100;
 
 type Key = Awaited<ReturnType<Client<typeof AuthService>["getKey"]>>;
 
@@ -179,14 +182,19 @@ export async function startSender(deps: {
     return secrets;
   }
 
-  async function attempt(deliveryId: string): Promise<Outcome> {
+  /**
+   * What an attempt checks before its POST: the delivery is still pending
+   * and due, its subscription active, and the subscription's key still holds
+   * the event's read scope, asked now, uncached (API.md §11). Answers the
+   * delivery to send, or what became of it.
+   */
+  async function ready(deliveryId: string): Promise<Claimed | Outcome> {
     const claimed = await claim(deliveryId);
     if ("final" in claimed) return claimed;
     if (!claimed.active) {
       await deliveries.abandon(claimed);
       return FINAL;
     }
-    // The key's current scopes, asked at every attempt, uncached (API.md §11).
     let key: Key;
     try {
       key = await keyOf(claimed.keyId);
@@ -205,18 +213,43 @@ export async function startSender(deps: {
       await deliveries.revokeScope(claimed, reason, clock.now());
       return FINAL;
     }
-    const sentAt = clock.now();
-    const result = await deps.poster.post(claimed.url, claimed.body, {
-      "content-type": "application/json",
-      "user-agent": "Funil-Webhooks/1",
-      "x-funil-event": claimed.event,
-      "x-funil-delivery": claimed.id,
-      "x-funil-signature": signatureHeader(
-        claimed.body,
-        Math.floor(sentAt.getTime() / 1000),
-        signingSecrets(claimed, sentAt),
-      ),
-    });
+    return claimed;
+  }
+
+  /**
+   * One attempt: checked (ready), then POSTed in a slot of its subscription,
+   * then recorded. The slot is held for the POST only, so the reads, key
+   * checks and records of a fast receiver's attempts do not take slots; an
+   * attempt that waited for its slot longer than RECHECK_MS (its receiver is
+   * slow) is checked again in the slot, so nothing that changed while it
+   * waited is missed.
+   */
+  async function attempt(subscriptionId: string, deliveryId: string): Promise<Outcome> {
+    let claimed = await ready(deliveryId);
+    if ("final" in claimed) return claimed;
+    const asked = performance.now();
+    const release = await limits.acquire(subscriptionId);
+    let result: AttemptResult;
+    try {
+      if (performance.now() - asked > RECHECK_MS) {
+        claimed = await ready(deliveryId);
+        if ("final" in claimed) return claimed;
+      }
+      const sentAt = clock.now();
+      result = await deps.poster.post(claimed.url, claimed.body, {
+        "content-type": "application/json",
+        "user-agent": "Funil-Webhooks/1",
+        "x-funil-event": claimed.event,
+        "x-funil-delivery": claimed.id,
+        "x-funil-signature": signatureHeader(
+          claimed.body,
+          Math.floor(sentAt.getTime() / 1000),
+          signingSecrets(claimed, sentAt),
+        ),
+      });
+    } finally {
+      release();
+    }
     const now = clock.now();
     if (result.ok) {
       await recordDelivered({ claimed, status: result.status ?? 200, at: now });
@@ -262,12 +295,10 @@ export async function startSender(deps: {
     const lane = async () => {
       while (next < ids.length) {
         const id = ids[next++]!;
-        const outcome = await limits.run(subscriptionId, () =>
-          attempt(id).catch((err): Outcome => {
-            log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
-            return { final: false, waitMs: 1_000 };
-          }),
-        );
+        const outcome = await attempt(subscriptionId, id).catch((err): Outcome => {
+          log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
+          return { final: false, waitMs: 1_000 };
+        });
         if (!outcome.final) waitMs = Math.min(waitMs, outcome.waitMs);
       }
     };
