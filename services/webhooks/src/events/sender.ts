@@ -10,7 +10,7 @@ import type { Poster } from "../delivery.js";
 import { InFlight, JobQueues } from "../limits.js";
 import { type AttemptResult, afterAttempt } from "../schedule.js";
 import { type SecretBox, signatureHeader } from "../secrets.js";
-import type { Claimed, DeliveryStore } from "../store/deliveries.js";
+import type { DeliveryStore, DueDelivery, Outcome } from "../store/deliveries.js";
 
 export interface SenderSettings {
   retryScheduleMs: number[];
@@ -24,10 +24,11 @@ export interface SenderSettings {
 const AUTH_RETRY_MS = 2_000;
 
 /**
- * How long an attempt waits for company before its key check, read and
- * record go out (and a job before its lease is taken): a few milliseconds of a delivery's latency buy statements
- * and key checks shared by many more attempts (at 5 000 deliveries a second,
- * one per event-loop turn meant one every 20 or so).
+ * How long an attempt waits for company before its read, key check and
+ * record go out (and a job before its lease is taken): a few milliseconds of
+ * a delivery's latency buy statements and key checks shared by many more
+ * attempts (at 5 000 deliveries a second, one per event-loop turn meant one
+ * every 20 or so).
  */
 const GATHER_MS = 2;
 
@@ -78,12 +79,19 @@ interface Job {
   deliveryId?: string;
 }
 
+/** A job as this process holds it: its id (its lease's key) and its deliveries, with its message. */
+interface HeldJob {
+  id: string;
+  deliveryIds: string[];
+}
+type QueuedJob = { m: JsMsg; job: HeldJob };
+
 /**
  * A job's id (its lease's key) and delivery ids, or undefined when the
  * message is not a job. A job of one delivery queued before jobs had ids is
  * known by its delivery's id.
  */
-function jobOf(m: JsMsg): { id: string; deliveryIds: string[] } | undefined {
+function jobOf(m: JsMsg): HeldJob | undefined {
   try {
     const job = m.json<Job>();
     const ids = job.deliveryIds ?? (job.deliveryId === undefined ? undefined : [job.deliveryId]);
@@ -96,8 +104,6 @@ function jobOf(m: JsMsg): { id: string; deliveryIds: string[] } | undefined {
   }
 }
 
-/** What became of one delivery of a job: final (delivered or dead), or due again in `waitMs`. */
-type Outcome = { final: true } | { final: false; waitMs: number };
 const FINAL: Outcome = { final: true };
 
 /**
@@ -124,7 +130,7 @@ export async function startSender(deps: {
 }) {
   const { deliveries, clock, log, settings } = deps;
   const limits = new InFlight(settings.maxInFlight, settings.maxInFlightPerSubscription, settings.timeoutMs);
-  const jobs = new JobQueues<{ m: JsMsg; job: { id: string; deliveryIds: string[] } }>(
+  const jobs = new JobQueues<QueuedJob>(
     JOBS_RUNNING_PER_SUBSCRIPTION,
     JOBS_WAITING_PER_SUBSCRIPTION,
     JOBS_HELD,
@@ -165,9 +171,9 @@ export async function startSender(deps: {
     256,
     GATHER_MS,
   );
-  const claim = batcher((ids: string[]) => deliveries.readDue(ids, clock.now(), leaseMs), 256, GATHER_MS);
+  const readDue = batcher((ids: string[]) => deliveries.readDue(ids, clock.now(), leaseMs), 256, GATHER_MS);
   const recordDelivered = batcher(
-    async (done: Array<{ claimed: Claimed; status: number; at: Date }>) => {
+    async (done: Array<{ delivery: DueDelivery; status: number; at: Date }>) => {
       await deliveries.recordDelivered(done);
       return done.map(() => undefined);
     },
@@ -175,7 +181,7 @@ export async function startSender(deps: {
     GATHER_MS,
   );
 
-  function signingSecrets(c: Claimed, now: Date): string[] {
+  function signingSecrets(c: DueDelivery, now: Date): string[] {
     const secrets = [deps.secrets.open(c.secret)];
     if (c.previousSecret && c.previousSecretUntil && c.previousSecretUntil > now)
       secrets.push(deps.secrets.open(c.previousSecret));
@@ -188,16 +194,16 @@ export async function startSender(deps: {
    * the event's read scope, asked now, uncached (API.md §11). Answers the
    * delivery to send, or what became of it.
    */
-  async function ready(deliveryId: string): Promise<Claimed | Outcome> {
-    const claimed = await claim(deliveryId);
-    if ("final" in claimed) return claimed;
-    if (!claimed.active) {
-      await deliveries.abandon(claimed);
+  async function ready(deliveryId: string): Promise<DueDelivery | Outcome> {
+    const delivery = await readDue(deliveryId);
+    if ("final" in delivery) return delivery;
+    if (!delivery.active) {
+      await deliveries.abandon(delivery);
       return FINAL;
     }
     let key: Key;
     try {
-      key = await keyOf(claimed.keyId);
+      key = await keyOf(delivery.keyId);
     } catch (err) {
       log.warn(
         { cause: causeOf(err), deliveryId },
@@ -205,15 +211,15 @@ export async function startSender(deps: {
       );
       return { final: false, waitMs: AUTH_RETRY_MS };
     }
-    const scope = WEBHOOK_EVENTS[claimed.event as WebhookEvent];
+    const scope = WEBHOOK_EVENTS[delivery.event as WebhookEvent];
     if (!key.active || !key.scopes.includes(scope)) {
       const reason = key.active
         ? `scope_revoked: the subscription's key no longer holds ${scope}`
         : "scope_revoked: the subscription's key was revoked";
-      await deliveries.revokeScope(claimed, reason, clock.now());
+      await deliveries.revokeScope(delivery, reason, clock.now());
       return FINAL;
     }
-    return claimed;
+    return delivery;
   }
 
   /**
@@ -225,26 +231,26 @@ export async function startSender(deps: {
    * waited is missed.
    */
   async function attempt(subscriptionId: string, deliveryId: string): Promise<Outcome> {
-    let claimed = await ready(deliveryId);
-    if ("final" in claimed) return claimed;
+    let delivery = await ready(deliveryId);
+    if ("final" in delivery) return delivery;
     const asked = performance.now();
     const release = await limits.acquire(subscriptionId);
     let result: AttemptResult;
     try {
       if (performance.now() - asked > RECHECK_MS) {
-        claimed = await ready(deliveryId);
-        if ("final" in claimed) return claimed;
+        delivery = await ready(deliveryId);
+        if ("final" in delivery) return delivery;
       }
       const sentAt = clock.now();
-      result = await deps.poster.post(claimed.url, claimed.body, {
+      result = await deps.poster.post(delivery.url, delivery.body, {
         "content-type": "application/json",
         "user-agent": "Funil-Webhooks/1",
-        "x-funil-event": claimed.event,
-        "x-funil-delivery": claimed.id,
+        "x-funil-event": delivery.event,
+        "x-funil-delivery": delivery.id,
         "x-funil-signature": signatureHeader(
-          claimed.body,
+          delivery.body,
           Math.floor(sentAt.getTime() / 1000),
-          signingSecrets(claimed, sentAt),
+          signingSecrets(delivery, sentAt),
         ),
       });
     } finally {
@@ -252,12 +258,12 @@ export async function startSender(deps: {
     }
     const now = clock.now();
     if (result.ok) {
-      await recordDelivered({ claimed, status: result.status ?? 200, at: now });
+      await recordDelivered({ delivery, status: result.status ?? 200, at: now });
       return FINAL;
     }
-    const next = await deliveries.record(claimed, result, now, (failingSince) =>
+    const next = await deliveries.record(delivery, result, now, (failingSince) =>
       afterAttempt({
-        attempts: claimed.attempts + 1,
+        attempts: delivery.attempts + 1,
         result,
         scheduleMs: settings.retryScheduleMs,
         now,
@@ -274,7 +280,7 @@ export async function startSender(deps: {
    * one after another, so a delivery waiting for a slot costs nothing but its
    * id.
    */
-  async function runJob(m: JsMsg, subscriptionId: string, job: { id: string; deliveryIds: string[] }) {
+  async function runJob(m: JsMsg, subscriptionId: string, job: HeldJob) {
     const ids = job.deliveryIds;
     let granted: boolean;
     try {
@@ -316,7 +322,7 @@ export async function startSender(deps: {
   }
 
   /** Runs a job; when it is over, the next job of its subscription waiting here, if any. */
-  function start(subscriptionId: string, entry: { m: JsMsg; job: { id: string; deliveryIds: string[] } }) {
+  function start(subscriptionId: string, entry: QueuedJob) {
     const work = runJob(entry.m, subscriptionId, entry.job).finally(() => {
       running.delete(work);
       const next = jobs.done(subscriptionId);

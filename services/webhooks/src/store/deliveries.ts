@@ -15,7 +15,7 @@ export interface DeliveryRecord {
 }
 
 /** What an attempt needs, read as it starts (readDue). */
-export interface Claimed {
+export interface DueDelivery {
   id: string;
   subscriptionId: string;
   event: string;
@@ -29,8 +29,8 @@ export interface Claimed {
   previousSecretUntil: Date | null;
 }
 
-/** Why a job cannot be attempted now: its delivery is gone or final (ack), or not due yet (wait). */
-export type Unclaimable = { final: true } | { final: false; waitMs: number };
+/** What became of a delivery: final (delivered, dead or gone), or due again in `waitMs`. */
+export type Outcome = { final: true } | { final: false; waitMs: number };
 
 const FANOUT = "fanout";
 const columns = (sql: Sql) =>
@@ -99,17 +99,19 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
    * Successful attempts, in one statement (atomic as a whole): each
    * delivery delivered, and its subscription's breaker clock cleared.
    */
-  async function recordDelivered(done: Array<{ claimed: Claimed; status: number; at: Date }>): Promise<void> {
+  async function recordDelivered(
+    done: Array<{ delivery: DueDelivery; status: number; at: Date }>,
+  ): Promise<void> {
     if (done.length === 0) return;
     const now = new Date(Math.max(...done.map((d) => d.at.getTime())));
     await sql`
       with healthy as (
         update subscriptions set failing_since = null, updated_at = ${now}
-        where id = any(${[...new Set(done.map((d) => d.claimed.subscriptionId))]}::text[])
+        where id = any(${[...new Set(done.map((d) => d.delivery.subscriptionId))]}::text[])
           and failing_since is not null)
       update deliveries set status = 'delivered', attempts = a.attempts, response_status = a.status,
         last_error = null, last_attempt_at = a.at, next_attempt_at = null
-      from unnest(${done.map((d) => d.claimed.id)}::text[], ${done.map((d) => d.claimed.attempts + 1)}::int[],
+      from unnest(${done.map((d) => d.delivery.id)}::text[], ${done.map((d) => d.delivery.attempts + 1)}::int[],
         ${done.map((d) => d.status)}::int[], ${done.map((d) => d.at.toISOString())}::timestamptz[]) as a(id, attempts, status, at)
       where deliveries.id = a.id`;
   }
@@ -183,23 +185,23 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      * gone) or with how long until they are due. An id asked twice in one
      * batch is answered once; its second asker waits a lease.
      */
-    async readDue(ids: string[], now: Date, leaseMs: number): Promise<Array<Claimed | Unclaimable>> {
-      const rows = await sql<(Claimed & { status: string; nextAttemptAt: Date | null })[]>`
+    async readDue(ids: string[], now: Date, leaseMs: number): Promise<Array<DueDelivery | Outcome>> {
+      const rows = await sql<(DueDelivery & { status: string; nextAttemptAt: Date | null })[]>`
         select d.id, d.subscription_id, d.event, d.body, d.attempts, d.status, d.next_attempt_at, s.url, s.key_id,
           s.active, s.secret, s.previous_secret, s.previous_secret_until
         from deliveries d join subscriptions s on s.id = d.subscription_id
         where d.id = any(${ids}::text[])`;
       const found = new Map(rows.map((r) => [r.id, r]));
       const answered = new Set<string>();
-      return ids.map((id): Claimed | Unclaimable => {
+      return ids.map((id): DueDelivery | Outcome => {
         const row = found.get(id);
         if (row?.status !== "pending") return { final: true };
         if (answered.has(id)) return { final: false, waitMs: leaseMs };
         answered.add(id);
         const due = row.nextAttemptAt?.getTime() ?? 0;
         if (due > now.getTime()) return { final: false, waitMs: due - now.getTime() };
-        const { status: _status, nextAttemptAt: _next, ...claimed } = row;
-        return claimed;
+        const { status: _status, nextAttemptAt: _next, ...delivery } = row;
+        return delivery;
       });
     },
 
@@ -243,35 +245,35 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      * subscription fails. Written before the job is acknowledged.
      */
     async record(
-      claimed: Claimed,
+      delivery: DueDelivery,
       result: AttemptResult,
       now: Date,
       decide: (failingSince: Date) => Next,
     ): Promise<Next> {
       const attempt = {
-        attempts: claimed.attempts + 1,
+        attempts: delivery.attempts + 1,
         response_status: result.status ?? null,
         last_error: result.ok ? null : (result.error ?? "failed"),
         last_attempt_at: now,
       };
       if (result.ok) {
-        await recordDelivered([{ claimed, status: result.status ?? 200, at: now }]);
+        await recordDelivered([{ delivery, status: result.status ?? 200, at: now }]);
         return { status: "delivered" };
       }
       return sql.begin(async (tx) => {
         const [sub] = await tx<{ failingSince: Date }[]>`
           update subscriptions set failing_since = coalesce(failing_since, ${now}),
             updated_at = case when failing_since is null then ${now} else updated_at end
-          where id = ${claimed.subscriptionId} returning failing_since`;
+          where id = ${delivery.subscriptionId} returning failing_since`;
         const next = decide(sub?.failingSince ?? now);
         await tx`update deliveries set ${tx({
           ...attempt,
           status: next.status,
           next_attempt_at: next.status === "pending" ? new Date(now.getTime() + next.retryInMs) : null,
-        })} where id = ${claimed.id}`;
+        })} where id = ${delivery.id}`;
         if (next.status === "dead" && next.breaker) {
-          await deactivate(tx, claimed.subscriptionId, "circuit_breaker", now);
-          await killPending(tx, claimed.subscriptionId, "circuit_breaker: the subscription was deactivated");
+          await deactivate(tx, delivery.subscriptionId, "circuit_breaker", now);
+          await killPending(tx, delivery.subscriptionId, "circuit_breaker: the subscription was deactivated");
         }
         return next;
       });
@@ -284,18 +286,18 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      * The subscription's key lost the event's read scope or was revoked
      * (SPEC.md §3): deactivated (scope_revoked), its pending deliveries dead.
      */
-    async revokeScope(claimed: Claimed, reason: string, now: Date): Promise<void> {
+    async revokeScope(delivery: DueDelivery, reason: string, now: Date): Promise<void> {
       await sql.begin(async (tx) => {
-        await tx`update deliveries set last_error = ${reason} where id = ${claimed.id}`;
-        await deactivate(tx, claimed.subscriptionId, "scope_revoked", now);
-        await killPending(tx, claimed.subscriptionId, reason);
+        await tx`update deliveries set last_error = ${reason} where id = ${delivery.id}`;
+        await deactivate(tx, delivery.subscriptionId, "scope_revoked", now);
+        await killPending(tx, delivery.subscriptionId, reason);
       });
     },
 
     /** A job of a deactivated subscription: its delivery ends dead, unsent. */
-    async abandon(claimed: Claimed): Promise<void> {
+    async abandon(delivery: DueDelivery): Promise<void> {
       await sql`update deliveries set status = 'dead', next_attempt_at = null,
-        last_error = coalesce(last_error, 'the subscription is not active') where id = ${claimed.id}`;
+        last_error = coalesce(last_error, 'the subscription is not active') where id = ${delivery.id}`;
     },
   };
 }
