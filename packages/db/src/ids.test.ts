@@ -5,6 +5,7 @@ describe("newId", () => {
   it("is the prefix, 10 characters of time and 16 random ones, in Crockford base32", () => {
     expect(newId("ct", 0)).toMatch(/^ct_0000000000[0-9a-hjkmnp-tv-z]{16}$/);
     expect(newId("dlv")).toMatch(/^dlv_[0-9a-hjkmnp-tv-z]{26}$/);
+    expect(() => newId("x".repeat(33))).toThrow(/prefix/);
   });
 
   it("orders by creation time, and never repeats across refills of its random pool", () => {
