@@ -3,6 +3,7 @@ import { migrate, openDatabase, type Sql } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../server.js";
 import { deliveryStore } from "./deliveries.js";
+import { subscriptionStore } from "./subscriptions.js";
 
 /** The job leases on the real test database: one sender at a time works on a job (issue 11 §2, §4). */
 const names = naming(`${process.env.FUNIL_TEST_ENV}_leases`);
@@ -42,5 +43,40 @@ describe("job leases", () => {
 
   it("a delivery that is gone is final: its job is done with it", async () => {
     expect(await store.readDue(["dlv_missing"], at(0), 1_000)).toEqual([{ final: true }]);
+  });
+});
+
+describe("a subscription's deliveries", () => {
+  it("API §11: DELETE takes its deliveries with it, also those of fan-outs racing with it; none is left behind", async () => {
+    const subscriptions = subscriptionStore(sql);
+    const workspaceId = `ws_${Date.now()}`;
+    const event = (i: number) => ({
+      id: `evt_${workspaceId}_${i}`,
+      type: "contact.created",
+      workspaceId,
+      occurredAt: at(1_000).toISOString(),
+      data: { id: `ct_${i}` },
+    });
+    for (let round = 0; round < 5; round++) {
+      const { id } = await subscriptions.create(
+        workspaceId,
+        { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
+        "whsec_test",
+        at(0),
+      );
+      expect(await store.fanOut([event(round * 100)], at(2_000))).toBe(1);
+      // Fan-outs of new events race with the delete: each either commits before it (and is deleted with
+      // the subscription) or finds the subscription gone.
+      const [, removed] = await Promise.all([
+        Promise.all(
+          Array.from({ length: 4 }, (_, i) => store.fanOut([event(round * 100 + 1 + i)], at(2_000))),
+        ),
+        subscriptions.remove(workspaceId, id),
+      ]);
+      expect(removed).toBe(true);
+      const [row] = await sql<{ left: number }[]>`
+        select count(*)::int as left from deliveries where subscription_id = ${id}`;
+      expect(row?.left).toBe(0);
+    }
   });
 });

@@ -152,21 +152,24 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
             ${todo.map((e) => new Date(e.occurredAt).toISOString())}::timestamptz[])
             with ordinality as e(workspace_id, type, occurred_at, n)
           join subscriptions s on s.workspace_id = e.workspace_id and s.active
-            and s.events @> array[e.type] and s.created_at <= e.occurred_at`;
+            and s.events @> array[e.type] and s.created_at <= e.occurred_at
+          for key share of s`;
         if (matches.length === 0) return 0;
-        // Each event's fields and body are sent once, however many subscriptions it goes to.
-        const created = await tx<{ id: string; subscriptionId: string }[]>`
+        // Each event's fields and body are sent once, however many subscriptions it goes to. Nothing is
+        // returned: the ids are made here, and one that met the unique key (the event came back after its
+        // inbox row was gone) is queued all the same, found gone by its attempt and dropped.
+        const created = matches.map((m) => ({ id: newId("dlv", now.getTime()), subscriptionId: m.id }));
+        const inserted = await tx`
           insert into deliveries (id, subscription_id, workspace_id, event_id, event, body, created_at)
           select d.id, d.sub, e.workspace_id, e.event_id, e.event, e.body, ${now}
-          from unnest(${matches.map(() => newId("dlv", now.getTime()))}::text[],
+          from unnest(${created.map((c) => c.id)}::text[],
             ${matches.map((m) => m.id)}::text[], ${matches.map((m) => m.n)}::int[]) as d(id, sub, n)
           join unnest(${todo.map((e) => e.workspaceId)}::text[], ${todo.map((e) => e.id)}::text[],
             ${todo.map((e) => e.type)}::text[], ${todo.map(deliveryBody)}::text[])
             with ordinality as e(workspace_id, event_id, event, body, n) using (n)
-          on conflict (subscription_id, event_id) do nothing
-          returning id, subscription_id`;
+          on conflict (subscription_id, event_id) do nothing`;
         await writeMessage(tx, jobsOf(created, now));
-        return created.length;
+        return inserted.count;
       });
     },
 
@@ -200,8 +203,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         answered.add(id);
         const due = row.nextAttemptAt?.getTime() ?? 0;
         if (due > now.getTime()) return { final: false, waitMs: due - now.getTime() };
-        const { status: _status, nextAttemptAt: _next, ...delivery } = row;
-        return delivery;
+        return row; // a DueDelivery, with its status and due time besides (not copied: one less object per attempt)
       });
     },
 

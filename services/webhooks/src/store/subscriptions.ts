@@ -71,11 +71,20 @@ export function subscriptionStore(sql: Sql) {
       });
     },
 
-    /** Deletes it and, with it, its deliveries (their queued jobs find nothing and end). */
+    /**
+     * Deletes it and, with it, its deliveries (their queued jobs find nothing
+     * and end). The subscription goes first: a fan-out that matched it holds
+     * it (for key share) until it commits, so its deliveries are in by the
+     * time they are deleted here, and a later fan-out no longer matches it.
+     */
     async remove(workspaceId: string, id: string): Promise<boolean> {
-      const rows =
-        await sql`delete from subscriptions where workspace_id = ${workspaceId} and id = ${id} returning 1`;
-      return rows.length === 1;
+      return sql.begin(async (tx) => {
+        const rows =
+          await tx`delete from subscriptions where workspace_id = ${workspaceId} and id = ${id} returning 1`;
+        if (rows.length === 0) return false;
+        await tx`delete from deliveries where subscription_id = ${id}`;
+        return true;
+      });
     },
 
     /** A new secret; the current one keeps signing for 24 h as a second v1. */
