@@ -43,7 +43,8 @@ export const heapFlags = (env, name) => [
  * { name, code, signal } when a child exits before stop() was called; with it, a child that dies is
  * started again on the same port after a backoff (RESTART_BACKOFF_MS, doubling up to the last value;
  * back to the first after a child ran RESTART_RESET_MS), and `exited` never resolves.
- * pid(name) is a running child's process id, kill(name, signal) signals it (chaos tests).
+ * pid(name) is a running child's process id, kill(name, signal) signals it (chaos tests); stopOne(name)
+ * stops one child for good.
  */
 export async function startStack(opts = {}) {
   const base = opts.env ?? process.env;
@@ -121,7 +122,7 @@ export async function startStack(opts = {}) {
     if (previous >= 0) children.splice(previous, 1, child);
     else children.push(child);
     child.exited.then(({ code, signal }) => {
-      if (stopping || !started) return;
+      if (stopping || !started || child.stopped) return;
       const how = signal ?? `code ${code}`;
       if (!opts.restart) {
         log(`${name} exited unexpectedly (${how})${lastOutput(child)}`);
@@ -164,6 +165,13 @@ export async function startStack(opts = {}) {
     stop,
     pid: (name) => running(name)?.process.pid,
     kill: (name, signal = "SIGKILL") => running(name)?.process.kill(signal) ?? false,
+    /** Stops one child for good (not restarted, not reported as exited): a benchmark that needs fewer. */
+    stopOne: async (name) => {
+      const child = running(name);
+      if (!child) return;
+      child.stopped = true;
+      await terminate([child]);
+    },
   };
 }
 
