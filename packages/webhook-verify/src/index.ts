@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac, type KeyObject, timingSafeEqual } from "node:crypto";
 
 /**
  * What a receiver of Funil webhooks needs (SPEC.md §6 Signature, API.md §11):
@@ -27,8 +27,16 @@ export class WebhookSignatureError extends Error {
   }
 }
 
-/** The signature a sender computes: hex HMAC-SHA256 of `<t>.<raw body>`. */
-export function signWebhook(rawBody: string | Uint8Array, timestamp: number, secret: string): string {
+/**
+ * The signature a sender computes: hex HMAC-SHA256 of `<t>.<raw body>`. The
+ * secret may be given as a KeyObject (createSecretKey of its UTF-8 bytes), so
+ * that a sender signing many requests with it prepares the key once.
+ */
+export function signWebhook(
+  rawBody: string | Uint8Array,
+  timestamp: number,
+  secret: string | KeyObject,
+): string {
   return createHmac("sha256", secret).update(`${timestamp}.`).update(rawBody).digest("hex");
 }
 

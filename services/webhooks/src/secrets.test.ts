@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { verifyWebhookSignature } from "@funil/webhook-verify";
 import { describe, expect, it } from "vitest";
-import { newSecret, secretBox, signatureHeader } from "./secrets.js";
+import { newSecret, secretBox, signatureHeader, signingKeys } from "./secrets.js";
 
 describe("webhook secrets (API.md §11)", () => {
   it("API §11: a secret is whsec_ and 32 base62 characters, never the same twice", () => {
@@ -37,5 +37,18 @@ describe("webhook secrets (API.md §11)", () => {
     expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
     expect(verifyWebhookSignature('{"x":1}', header, a).timestamp).toBe(t);
     expect(verifyWebhookSignature('{"x":1}', header, b).timestamp).toBe(t);
+  });
+
+  it("API §11: a sealed secret signs through its prepared key as the plain secret does", () => {
+    const box = secretBox(randomBytes(32));
+    const secret = newSecret();
+    const keyOf = signingKeys(box, 2);
+    const sealed = box.seal(secret);
+    expect(keyOf(sealed)).toBe(keyOf(sealed));
+    const t = Math.floor(Date.now() / 1000);
+    expect(signatureHeader("{}", t, [keyOf(sealed)])).toBe(signatureHeader("{}", t, [secret]));
+    // Full: emptied, and every key still right.
+    for (const other of [newSecret(), newSecret(), newSecret()]) keyOf(box.seal(other));
+    expect(verifyWebhookSignature("{}", signatureHeader("{}", t, [keyOf(sealed)]), secret).timestamp).toBe(t);
   });
 });

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { type KeyObject, randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import { consume, type JsMsg, type NatsConnection } from "@funil/bus";
 import type { Clock, Logger, Naming } from "@funil/config";
@@ -9,7 +9,7 @@ import { batcher } from "../batch.js";
 import type { Poster } from "../delivery.js";
 import { InFlight, JobQueues } from "../limits.js";
 import { type AttemptResult, afterAttempt } from "../schedule.js";
-import { type SecretBox, signatureHeader } from "../secrets.js";
+import { type SecretBox, signatureHeader, signingKeys } from "../secrets.js";
 import type { DeliveryStore, DueDelivery, Outcome } from "../store/deliveries.js";
 
 export interface SenderSettings {
@@ -122,8 +122,9 @@ const FINAL: Outcome = { final: true };
  * back with the delay of its earliest retry (`nak`, the schedule of
  * schedule.ts), so a process killed at any point loses nothing. A job is
  * worked on by one sender at a time, the holder of its lease (job_leases),
- * and each delivery's row is read as its attempt starts: one delivered, or
- * dead, is never sent again. While a job's deliveries wait for slots, its
+ * and each delivery's row is read when its job starts, and again at its
+ * attempt if that was more than RECHECK_MS before: one delivered, or dead,
+ * is never sent again. While a job's deliveries wait for slots, its
  * lease is held on and JetStream is told it is still being worked on.
  */
 export async function startSender(deps: {
@@ -204,10 +205,11 @@ export async function startSender(deps: {
     GATHER_MS,
   );
 
-  function signingSecrets(c: DueDelivery, now: Date): string[] {
-    const secrets = [deps.secrets.open(c.secret)];
+  const keyOfSecret = signingKeys(deps.secrets);
+  function signingSecrets(c: DueDelivery, now: Date): KeyObject[] {
+    const secrets = [keyOfSecret(c.secret)];
     if (c.previousSecret && c.previousSecretUntil && c.previousSecretUntil > now)
-      secrets.push(deps.secrets.open(c.previousSecret));
+      secrets.push(keyOfSecret(c.previousSecret));
     return secrets;
   }
 
