@@ -17,6 +17,8 @@ export interface Received {
   raw: string;
   /** What the receiver answered (0: it hung). */
   status: number;
+  /** When a request that hung was given up by its sender (its connection closed). */
+  abandonedAt?: number;
   // biome-ignore lint/suspicious/noExplicitAny: JSON bodies
   body: any;
 }
@@ -37,9 +39,14 @@ export async function startReceiver() {
       } catch {}
       const mode = modes.get(path) ?? "ok";
       const status = { ok: 200, fail: 500, redirect: 302, hang: 0 }[mode];
-      received.push({ path, at: Date.now(), headers: req.headers, raw, body, status });
+      const entry: Received = { path, at: Date.now(), headers: req.headers, raw, body, status };
+      received.push(entry);
       if (mode === "hang") {
         hanging.add(res);
+        res.once("close", () => {
+          hanging.delete(res);
+          entry.abandonedAt = Date.now();
+        });
         return;
       }
       if (mode === "redirect") res.writeHead(302, { location: `${path}-moved` }).end();

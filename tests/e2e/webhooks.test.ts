@@ -259,6 +259,26 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     });
   });
 
+  it("issue 11 §3: a receiver that hangs holds only its own share of the slots: another subscription's deliveries all arrive while it still hangs", async () => {
+    // The test stack has 16 slots, 8 per subscription (tests/setup/stack.ts); 40 events hang at one
+    // receiver, enough to take every slot if nothing held it to its share, and go fast to the other.
+    const w = await newWorkspace();
+    const slow = path("hangs-long");
+    const fast = path("beside-it");
+    await subscribe(w, rx.url(slow, "hang"));
+    await subscribe(w, rx.url(fast));
+    const n = 40;
+    for (let i = 0; i < n; i += 10) await Promise.all(Array.from({ length: 10 }, () => newContact(w)));
+    await waitFor(async () => (rx.at(fast).length >= n ? true : undefined));
+    // Not one of the hanging attempts had been given up (1.5 s timeout) when the last fast one arrived,
+    // and the hanging receiver then held its subscription's 8 slots at most.
+    const lastFast = Math.max(...rx.at(fast).map((r) => r.at));
+    const hung = rx.at(slow);
+    expect(hung.filter((r) => r.abandonedAt !== undefined && r.abandonedAt <= lastFast)).toEqual([]);
+    expect(hung.length).toBeGreaterThan(0);
+    expect(hung.filter((r) => r.at <= lastFast).length).toBeLessThanOrEqual(8);
+  });
+
   it("SPEC §6 Retry 1: a refused connection is a failure", async () => {
     const { subscription } = await subscribe(ws, "http://127.0.0.1:9/nobody-listens");
     await newContact(ws);

@@ -40,6 +40,10 @@ export default async function setup(project: TestProject) {
     WEBHOOK_RETRY_SCHEDULE_MS: "200,400,600,800,1000",
     WEBHOOK_BREAKER_WINDOW_MS: "6000",
     WEBHOOK_TIMEOUT_MS: "1500",
+    // Few slots, so that a receiver that hangs could take them all if nothing held it to its share
+    // (tests/e2e/webhooks.test.ts, issue 11 §3).
+    WEBHOOK_MAX_IN_FLIGHT: "16",
+    WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: "8",
   };
   delete env.PORT;
   for (const name of Object.keys(env))
