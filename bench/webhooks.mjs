@@ -1,8 +1,8 @@
 // Webhook delivery benchmark (`npm run bench:webhooks`, issue 11 §8): one webhooks process sends to a fast
 // local receiver across 20 subscriptions, measured against a raw undici POST loop to the same receiver in
 // the same run; then 5 of the 20 receivers hang until the timeout and the 15 fast ones are measured
-// again. Events are published straight onto the EVENTS stream, so the numbers are the webhooks process's:
-// fan-out, queueing, the key check at the gateway's Auth, signing, sending and recording. Only the gateway
+// again. Events are published straight onto the EVENTS stream (64 publishes in flight), so the numbers
+// are the webhooks process's: fan-out, queueing, the key check at the gateway's Auth, signing, sending and recording. Only the gateway
 // and webhooks run (the other services are stopped once the stack is up), and each run's baseline is
 // taken half before and half after its 20 fast receivers' phase.
 // After a warm-up (not reported), BENCH_RUNS runs of the three measurements, each run's ratios taken
@@ -20,12 +20,16 @@ import postgres from "postgres";
 import { Agent, request } from "undici";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
-import { watch } from "./procstat.mjs";
+import { cpuSeconds, watch } from "./procstat.mjs";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000); // per phase; × 20 subscriptions = deliveries
 const BASELINE = Number(process.env.BENCH_BASELINE_REQUESTS ?? 40000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const PUBLISH_IN_FLIGHT = Number(process.env.BENCH_PUBLISH_IN_FLIGHT ?? 64);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+// BENCH_TRACE=1: every ~200 ms of a phase, its deliveries so far, the host's idle CPU and the webhooks
+// process's and its PostgreSQL backends' share of a core (where a phase waits, and on what).
+const TRACE = process.env.BENCH_TRACE === "1";
 const PHASE_LIMIT_MS = Number(process.env.BENCH_PHASE_LIMIT_MS ?? 120_000);
 const ENV = process.env.BENCH_ENV ?? "benchhooks";
 // Extra node flags for the webhooks process only (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
@@ -131,6 +135,38 @@ const pids = {
   client: () => [process.pid],
 };
 
+/** The host's idle and total CPU seconds so far (all cores), from /proc/stat. */
+function hostCpu() {
+  const ticks = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  return { idle: ticks[3] + ticks[4], total: ticks.reduce((a, b) => a + b, 0) };
+}
+
+/** BENCH_TRACE's lines: what happened since the last one, at most one every ~200 ms. */
+function tracer(started) {
+  const sum = (ps) => ps.reduce((n, pid) => n + (cpuSeconds(pid) ?? 0), 0);
+  let last = {
+    at: performance.now(),
+    host: hostCpu(),
+    webhooks: sum(pids.webhooks()),
+    pg: sum(pids.postgres()),
+  };
+  return {
+    sample(what) {
+      const at = performance.now();
+      if (at - last.at < 200) return;
+      const now = { at, host: hostCpu(), webhooks: sum(pids.webhooks()), pg: sum(pids.postgres()) };
+      const seconds = (now.at - last.at) / 1000;
+      const idle = (100 * (now.host.idle - last.host.idle)) / (now.host.total - last.host.total);
+      const core = (cpu) => Math.round((100 * cpu) / seconds);
+      log(
+        `${what} at ${Math.round(at - started)} ms: host idle ${Math.round(idle)} %, ` +
+          `webhooks ${core(now.webhooks - last.webhooks)} %, PostgreSQL ${core(now.pg - last.pg)} % of a core`,
+      );
+      last = now;
+    },
+  };
+}
+
 /** The baseline: the same POSTs (size, keep-alive, concurrency bound) straight from undici. */
 async function baseline(requests) {
   const agent = new Agent({ keepAliveTimeout: 30_000 });
@@ -203,23 +239,34 @@ async function phase(name, hanging, events) {
   const w = watch(pids);
   w.start();
   const started = performance.now();
-  for (let i = 0; i < events; i++) {
-    const id = `evt_${randomUUID()}`;
-    const envelope = {
-      id,
-      type: "contact.created",
-      workspaceId: ws.id,
-      occurredAt: new Date().toISOString(),
-      data: {
-        id: `ct_${i}`,
-        name: `Contact ${i}`,
-        phone: "+55 11 98888-7777",
-        email: `c${i}@example.com`,
-        tags: ["lead"],
-      },
-    };
-    await js.publish(`${ENV}.events.contact.created`, JSON.stringify(envelope), { msgID: id });
-  }
+  const trace = tracer(started);
+  // The events go out as an outbox relay sends a backlog: up to PUBLISH_IN_FLIGHT publishes awaiting
+  // their acknowledgement at once (one at a time, the bench's own round trips held the first second of
+  // every phase to ~2 500 events/s while the webhooks process sat partly idle).
+  let published = 0;
+  await Promise.all(
+    Array.from({ length: PUBLISH_IN_FLIGHT }, async () => {
+      while (published < events) {
+        const i = published++;
+        const id = `evt_${randomUUID()}`;
+        const envelope = {
+          id,
+          type: "contact.created",
+          workspaceId: ws.id,
+          occurredAt: new Date().toISOString(),
+          data: {
+            id: `ct_${i}`,
+            name: `Contact ${i}`,
+            phone: "+55 11 98888-7777",
+            email: `c${i}@example.com`,
+            tags: ["lead"],
+          },
+        };
+        await js.publish(`${ENV}.events.contact.created`, JSON.stringify(envelope), { msgID: id });
+      }
+    }),
+  );
+  if (TRACE) log(`${name}: ${events} events published in ${Math.round(performance.now() - started)} ms`);
   let delivered = 0;
   let lastReport = 0;
   let finished = true;
@@ -232,7 +279,8 @@ async function phase(name, hanging, events) {
     await new Promise((r) => setTimeout(r, 50));
     const { counts } = await stats();
     delivered = fastPaths.reduce((n, p) => n + (counts[p] ?? 0), 0);
-    if (performance.now() - lastReport > 2000) {
+    if (TRACE) trace.sample(`${name}: ${delivered}/${expected} fast deliveries`);
+    else if (performance.now() - lastReport > 2000) {
       lastReport = performance.now();
       log(`${name}: ${delivered}/${expected} fast deliveries`);
     }
