@@ -3,9 +3,9 @@ import type { Clock } from "@funil/config";
 import { AuthService } from "@funil/contracts";
 import { type Infra, rpcClient, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
-import { httpPoster } from "./delivery.js";
 import { startFanOut } from "./events/fanout.js";
 import { startSender } from "./events/sender.js";
+import { threadPoster } from "./poster-thread.js";
 import { routes } from "./rpc/routes.js";
 import type { WebhookDeps } from "./rpc/webhooks.js";
 import { secretBox } from "./secrets.js";
@@ -50,7 +50,7 @@ export function start(config: WebhooksConfig, clock: Clock) {
         ...infra,
         deliveries: deps.deliveries,
         auth,
-        poster: httpPoster({
+        poster: threadPoster({
           timeoutMs: config.WEBHOOK_TIMEOUT_MS,
           allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
         }),
