@@ -52,6 +52,17 @@ const KEY_GATHER_MS = 10;
  */
 const RECORD_GATHER_MS = 5;
 
+/**
+ * Lanes of a job per slot of its subscription. A lane holds its slot only
+ * for the POST: with one lane per slot, a slot stood empty while its lane
+ * recorded the attempt and checked the next. With two, a lane waiting for the
+ * slot takes it at once: at 256 in flight, 16 per subscription, the ratio to
+ * the raw loop went from 0.51 to 0.54 and the fast receivers kept 88-96 % of
+ * their rate instead of 81-87 % (bench:webhooks, 2 runs each). The bound on
+ * POSTs in flight per subscription is the slots', not the lanes'.
+ */
+const LANES_PER_SLOT = 2;
+
 /** How long an attempt may wait for its slot before it checks its delivery and key again. */
 const RECHECK_MS = 100;
 
@@ -365,7 +376,7 @@ export async function startSender(deps: {
       }
     };
     try {
-      const lanes = Math.min(ids.length, settings.maxInFlightPerSubscription);
+      const lanes = Math.min(ids.length, settings.maxInFlightPerSubscription * LANES_PER_SLOT);
       await Promise.all(Array.from({ length: lanes }, lane));
     } finally {
       working.delete(job.id);
