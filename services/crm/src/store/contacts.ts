@@ -66,15 +66,14 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
   }
 
   /** A contact by id; the reads of one RPC batch in one statement. */
-  const get = coalescedReads<ContactRecord>({
+  const get = coalescedReads<ContactRecord>(sql, {
     async one(workspaceId, id) {
       const [row] = await sql<ContactRecord[]>`
         select ${columns(sql)} from contacts where workspace_id = ${workspaceId} and id = ${id}`;
       return row;
     },
-    many: (workspaceIds, ids) => sql<ContactRecord[]>`
-      select ${columns(sql)} from contacts
-      where (workspace_id, id) in (select * from unnest(${workspaceIds}::text[], ${ids}::text[]))`,
+    many: (keys) => sql<ContactRecord[]>`
+      select ${columns(sql)} from contacts where (workspace_id, id) in ${keys}`,
   });
 
   return {

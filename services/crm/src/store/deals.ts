@@ -78,17 +78,16 @@ function stateColumns(sql: Db, s: DealState) {
 
 export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEvent) {
   /** A live (not trashed) deal by id; the reads of one RPC batch in one statement. */
-  const getRow = coalescedReads<Row>({
+  const getRow = coalescedReads<Row>(sql, {
     async one(workspaceId, id) {
       const [row] = await sql<Row[]>`
         select ${columns(sql)} from opportunities
         where workspace_id = ${workspaceId} and id = ${id} and trashed_at is null`;
       return row;
     },
-    many: (workspaceIds, ids) => sql<Row[]>`
+    many: (keys) => sql<Row[]>`
       select ${columns(sql)} from opportunities
-      where (workspace_id, id) in (select * from unnest(${workspaceIds}::text[], ${ids}::text[]))
-        and trashed_at is null`,
+      where (workspace_id, id) in ${keys} and trashed_at is null`,
   });
 
   async function lockLive(tx: TransactionSql, workspaceId: string, id: string) {

@@ -1,4 +1,5 @@
-import { coalescedReads, type Sql } from "@funil/db";
+import { coalescedReads, keyRows, type Sql } from "@funil/db";
+import type postgres from "postgres";
 import type { Activity, DealSeen } from "../activity.js";
 
 export interface Touches {
@@ -27,16 +28,16 @@ interface DealRow {
 
 export function summaryStore(sql: Sql) {
   /** A contact's summary kept on ingest, by primary key; the reads of one RPC batch in one statement. */
-  const touchRow = coalescedReads<TouchRow>({
+  const touchRow = coalescedReads<TouchRow>(sql, {
     async one(workspaceId, contactId) {
       const [t] = await sql<TouchRow[]>`
         select workspace_id, contact_id as id, first_at, last_at from contact_touches
         where workspace_id = ${workspaceId} and contact_id = ${contactId}`;
       return t;
     },
-    many: (workspaceIds, contactIds) => sql<TouchRow[]>`
+    many: (keys) => sql<TouchRow[]>`
       select workspace_id, contact_id as id, first_at, last_at from contact_touches
-      where (workspace_id, contact_id) in (select * from unnest(${workspaceIds}::text[], ${contactIds}::text[]))`,
+      where (workspace_id, contact_id) in ${keys}`,
   });
 
   /** The contact's touches (null = none). */
@@ -48,26 +49,20 @@ export function summaryStore(sql: Sql) {
   /**
    * A deal's row for its single read: the deal as opportunity.created made it known, its contact's
    * summary and the latest entry of its ledger, in one statement (the reads of one RPC batch together);
-   * `contactId` stands in for the deal's contact while the deal is not known yet.
+   * `keys`: the deals (keyRows); `contactId` stands in for the deal's contact while the deal is not
+   * known yet (null when the caller does not give one).
    */
-  const dealStatement = (workspaceIds: string[], ids: string[], contactIds: (string | null)[]) => sql<
-    DealRow[]
-  >`
+  const dealStatement = (keys: postgres.Fragment, contactId: string | null) => sql<DealRow[]>`
     select k.workspace_id, k.id, d.contact_id, d.created_at, t.first_at, t.last_at,
       (select max(at) from activities a
        where a.workspace_id = k.workspace_id and a.opportunity_id = k.id) as last_activity
-    from unnest(${workspaceIds}::text[], ${ids}::text[], ${contactIds}::text[]) as k(workspace_id, id, contact_id)
+    from ${keys} as k(workspace_id, id)
     left join deals d on d.workspace_id = k.workspace_id and d.id = k.id
     left join contact_touches t on t.workspace_id = k.workspace_id
-      and t.contact_id = coalesce(d.contact_id, k.contact_id)`;
-  const dealRow = coalescedReads<DealRow>({
-    one: async (workspaceId, id) => (await dealStatement([workspaceId], [id], [null]))[0],
-    many: (workspaceIds, ids) =>
-      dealStatement(
-        workspaceIds,
-        ids,
-        ids.map(() => null),
-      ),
+      and t.contact_id = coalesce(d.contact_id, ${contactId}::text)`;
+  const dealRow = coalescedReads<DealRow>(sql, {
+    one: async (workspaceId, id) => (await dealStatement(keyRows(sql, [{ workspaceId, id }]), null))[0],
+    many: (keys) => dealStatement(keys, null),
   });
 
   /**
@@ -105,7 +100,7 @@ export function summaryStore(sql: Sql) {
       given?: { contactId: string; createdAt: Date },
     ): Promise<{ known: boolean; touches?: Touches; lastActivity: Date | null }> {
       const r = given
-        ? (await dealStatement([workspaceId], [opportunityId], [given.contactId]))[0]
+        ? (await dealStatement(keyRows(sql, [{ workspaceId, id: opportunityId }]), given.contactId))[0]
         : await dealRow(workspaceId, opportunityId);
       const known = r!.contactId !== null;
       const deal = known ? { contactId: r!.contactId!, createdAt: r!.createdAt! } : given;
