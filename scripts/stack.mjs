@@ -26,9 +26,11 @@ const RESTART_RESET_MS = 30_000;
  * webhooks keeps 16 MB: each delivery's objects live as long as its POST (tens of ms with hundreds in
  * flight), so with 8 MB most of them outlived two scavenges and went to old space: twice the scavenges,
  * 60 % more full collections and 20-30 µs more CPU per delivery, for 15 MB less RSS
- * (bench/RESULTS-webhooks.md).
+ * (bench/RESULTS-webhooks.md). crm keeps 16 MB too: a list page's 50 rows and messages live across a
+ * scavenge at 8 MB; with 16, crm spent 748 and 1038 µs per contacts and deals page instead of 891 and
+ * 1372, for 117 MB of RSS under load instead of 100 (32 MB: no better, 143 MB).
  */
-const SEMI_SPACE_MB = { webhooks: 16 };
+const SEMI_SPACE_MB = { webhooks: 16, crm: 16 };
 export const heapFlags = (env, name) => [
   `--max-old-space-size=${env.NODE_MAX_OLD_SPACE_MB || 96}`,
   `--max-semi-space-size=${env.NODE_MAX_SEMI_SPACE_MB || SEMI_SPACE_MB[name] || 8}`,
