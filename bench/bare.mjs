@@ -11,6 +11,7 @@
 //   BARE_GATEWAY_DB=postgres://…/funil_bench_gateway node bench/bare.mjs
 // It prints its port on stdout once it listens. Its key map is loaded at start: keys made later are unknown.
 import { createHash } from "node:crypto";
+import { pageLimit } from "@funil/db";
 import { encodeCursor } from "@funil/rpc";
 import Fastify from "fastify";
 import postgres from "postgres";
@@ -171,7 +172,7 @@ app.get("/api/v1/contacts", async (req, reply) => {
   const limit = Number(req.query.limit ?? 50);
   const rows = await crm`
     select ${contactColumns} from contacts where workspace_id = ${ws} and status = 'active'
-    order by created_at, id limit ${limit + 1}`;
+    order by created_at, id ${pageLimit(crm, limit + 1)}`;
   return page(rows, limit, "contacts", { status: "active", workspaceId: ws }, contactJson);
 });
 
@@ -194,7 +195,7 @@ app.get("/api/v1/opportunities", async (req, reply) => {
   const limit = Number(req.query.limit ?? 50);
   const rows = await crm`
     select ${dealColumns} from opportunities where workspace_id = ${ws} and trashed_at is null
-    order by created_at, id limit ${limit + 1}`;
+    order by created_at, id ${pageLimit(crm, limit + 1)}`;
   return page(rows, limit, "opportunities", { workspaceId: ws }, dealJson);
 });
 

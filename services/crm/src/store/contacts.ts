@@ -1,4 +1,11 @@
-import { coalescedReads, isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
+import {
+  coalescedReads,
+  isUniqueViolation,
+  newId,
+  pageLimit,
+  type Sql,
+  type TransactionSql,
+} from "@funil/db";
 import { fail } from "@funil/errors";
 import {
   applyPatch,
@@ -96,8 +103,10 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
       if (f.updatedAfter) conditions.push(sql`updated_at > ${f.updatedAfter}`);
       if (after) conditions.push(sql`(${orderColumn}, id) > (${after[0]}, ${after[1]})`);
       const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
+      // A search or a tag is planned for its value: how many rows match decides the index.
+      const limitClause = pageLimit(sql, limit, !f.query && !f.tag);
       return sql<ContactRecord[]>`
-        select ${columns(sql)} from contacts where ${where} order by ${orderColumn}, id limit ${limit}`;
+        select ${columns(sql)} from contacts where ${where} order by ${orderColumn}, id ${limitClause}`;
     },
 
     /**

@@ -2,6 +2,7 @@ import {
   coalescedReads,
   type IdempotencyRequest,
   newId,
+  pageLimit,
   type Sql,
   type TransactionSql,
   withIdempotency,
@@ -123,7 +124,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
     const where = c.reduce((acc, x) => sql`${acc} and ${x}`);
     return sql<
       Row[]
-    >`select ${columns(sql)} from opportunities where ${where} order by ${orderColumn}, id limit ${limit}`;
+    >`select ${columns(sql)} from opportunities where ${where} order by ${orderColumn}, id ${pageLimit(sql, limit)}`;
   }
 
   /** Creates a deal in the caller's transaction (the Idempotency-Key claim shares it). */

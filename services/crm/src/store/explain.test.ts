@@ -1,5 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { loadConfig, systemClock } from "@funil/config";
+import type { Sql } from "@funil/db";
+import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crmConfig } from "../config.js";
 import { start } from "../server.js";
@@ -79,85 +81,93 @@ afterAll(async () => {
   await crm?.stop();
 });
 
+const planText = (rows: readonly object[]) => rows.map((r) => Object.values(r)[0] as string).join("\n");
+/** A plan's nodes and the indexes they use, without the values in their conditions. */
+const shape = (plan: string) =>
+  plan.match(/(Limit|Sort|Seq Scan|(Bitmap )?Index (Only )?Scan( Backward)? using \w+|Bitmap Heap Scan)/g);
+
+/** The list queries of deals and tasks, each with the index it should use. */
+function listCases(sql: Sql) {
+  const deals = dealStore(sql, pipelineStore(sql, noop), noop);
+  const tasks = taskStore(sql, noop);
+  const at = (s: string) => new Date(s);
+  const cases: Array<
+    [string, ReturnType<typeof deals.listQuery> | ReturnType<typeof tasks.listQuery>, string]
+  > = [
+    ["GET /opportunities (first page)", deals.listQuery(WS, {}, 51), "opportunities_by_created"],
+    [
+      "GET /opportunities (a later page: cursor)",
+      deals.listQuery(WS, {}, 51, [at("2025-02-15T00:00:00Z"), "oppx_0065000"]),
+      "opportunities_by_created",
+    ],
+    [
+      "GET /opportunities?updatedAfter=",
+      deals.listQuery(WS, { updatedAfter: at("2025-02-01T00:00:00Z") }, 51),
+      "opportunities_by_updated",
+    ],
+    [
+      "GET /opportunities?pipelineId=",
+      deals.listQuery(WS, { pipelineId: "plx_0_1" }, 51),
+      "opportunities_by_pipeline",
+    ],
+    [
+      "GET /opportunities?stageId=",
+      deals.listQuery(WS, { stageId: "stgx_0_1_2" }, 51),
+      "opportunities_by_stage",
+    ],
+    [
+      "GET /opportunities?contactId=",
+      deals.listQuery(WS, { contactId: "ctx_0_7" }, 51),
+      "opportunities_by_contact",
+    ],
+    ["GET /opportunities?status=won", deals.listQuery(WS, { status: "won" }, 51), "opportunities_by_status"],
+    [
+      "GET /opportunities?wonAfter=&wonBefore= (a narrow window)",
+      deals.listQuery(
+        WS,
+        { wonAfter: at("2025-02-01T00:00:00Z"), wonBefore: at("2025-02-02T00:00:00Z") },
+        51,
+      ),
+      "opportunities_by_won",
+    ],
+    [
+      "GET /opportunities?lostAfter=&lostBefore= (a narrow window)",
+      deals.listQuery(
+        WS,
+        { lostAfter: at("2025-02-01T00:00:00Z"), lostBefore: at("2025-02-02T00:00:00Z") },
+        51,
+      ),
+      "opportunities_by_lost",
+    ],
+    [
+      "GET /opportunities?stageChangedAfter= (recent changes)",
+      deals.listQuery(WS, { stageChangedAfter: at("2025-03-10T00:00:00Z") }, 51),
+      // The planner walks the keyset index and filters (its row estimate cannot see that recent
+      // changes sit at the end of the creation order); by_stage_changed serves the filter alone.
+      "opportunities_by_",
+    ],
+    ["GET /tasks", tasks.listQuery(WS, {}, 51), "tasks_by_created"],
+    ["GET /tasks?open=true", tasks.listQuery(WS, { open: true }, 51), "tasks_by_done"],
+    [
+      "GET /tasks?assigneeUserId=",
+      tasks.listQuery(WS, { assigneeUserId: "usrx_0_3" }, 51),
+      "tasks_by_assignee",
+    ],
+    [
+      "GET /tasks?assigneeUserId=&open=false",
+      tasks.listQuery(WS, { assigneeUserId: "usrx_0_3", open: false }, 51),
+      "tasks_by_assignee_done",
+    ],
+  ];
+  return cases;
+}
+
 describe("list queries use their indexes (EXPLAIN)", () => {
   it("issue 3 §9: every list and funnel query of deals and tasks is an index scan, never a sequential scan", async () => {
     const sql = crm.sql;
-    const deals = dealStore(sql, pipelineStore(sql, noop), noop);
-    const tasks = taskStore(sql, noop);
     const funnel = funnelStore(sql);
     const at = (s: string) => new Date(s);
-    const cases: Array<
-      [string, ReturnType<typeof deals.listQuery> | ReturnType<typeof tasks.listQuery>, string]
-    > = [
-      ["GET /opportunities (first page)", deals.listQuery(WS, {}, 51), "opportunities_by_created"],
-      [
-        "GET /opportunities (a later page: cursor)",
-        deals.listQuery(WS, {}, 51, [at("2025-02-15T00:00:00Z"), "oppx_0065000"]),
-        "opportunities_by_created",
-      ],
-      [
-        "GET /opportunities?updatedAfter=",
-        deals.listQuery(WS, { updatedAfter: at("2025-02-01T00:00:00Z") }, 51),
-        "opportunities_by_updated",
-      ],
-      [
-        "GET /opportunities?pipelineId=",
-        deals.listQuery(WS, { pipelineId: "plx_0_1" }, 51),
-        "opportunities_by_pipeline",
-      ],
-      [
-        "GET /opportunities?stageId=",
-        deals.listQuery(WS, { stageId: "stgx_0_1_2" }, 51),
-        "opportunities_by_stage",
-      ],
-      [
-        "GET /opportunities?contactId=",
-        deals.listQuery(WS, { contactId: "ctx_0_7" }, 51),
-        "opportunities_by_contact",
-      ],
-      [
-        "GET /opportunities?status=won",
-        deals.listQuery(WS, { status: "won" }, 51),
-        "opportunities_by_status",
-      ],
-      [
-        "GET /opportunities?wonAfter=&wonBefore= (a narrow window)",
-        deals.listQuery(
-          WS,
-          { wonAfter: at("2025-02-01T00:00:00Z"), wonBefore: at("2025-02-02T00:00:00Z") },
-          51,
-        ),
-        "opportunities_by_won",
-      ],
-      [
-        "GET /opportunities?lostAfter=&lostBefore= (a narrow window)",
-        deals.listQuery(
-          WS,
-          { lostAfter: at("2025-02-01T00:00:00Z"), lostBefore: at("2025-02-02T00:00:00Z") },
-          51,
-        ),
-        "opportunities_by_lost",
-      ],
-      [
-        "GET /opportunities?stageChangedAfter= (recent changes)",
-        deals.listQuery(WS, { stageChangedAfter: at("2025-03-10T00:00:00Z") }, 51),
-        // The planner walks the keyset index and filters (its row estimate cannot see that recent
-        // changes sit at the end of the creation order); by_stage_changed serves the filter alone.
-        "opportunities_by_",
-      ],
-      ["GET /tasks", tasks.listQuery(WS, {}, 51), "tasks_by_created"],
-      ["GET /tasks?open=true", tasks.listQuery(WS, { open: true }, 51), "tasks_by_done"],
-      [
-        "GET /tasks?assigneeUserId=",
-        tasks.listQuery(WS, { assigneeUserId: "usrx_0_3" }, 51),
-        "tasks_by_assignee",
-      ],
-      [
-        "GET /tasks?assigneeUserId=&open=false",
-        tasks.listQuery(WS, { assigneeUserId: "usrx_0_3", open: false }, 51),
-        "tasks_by_assignee_done",
-      ],
-    ];
+    const cases = listCases(sql);
     const report: string[] = [];
     for (const [name, query, index] of cases) {
       const rows = await sql`explain (analyze, costs off, timing on, summary on) ${query}`;
@@ -191,6 +201,44 @@ describe("list queries use their indexes (EXPLAIN)", () => {
           "changes sit at the end of the creation order; on 100 000 deals that page costs ~20 ms.\n\n" +
           report.join("\n"),
       );
+    }
+  }, 60_000);
+
+  it("issue 7: a page of the usual size keeps one plan (PostgreSQL's generic plan), and it uses the same index", async () => {
+    const [current] = await crm.sql<{ db: string }[]>`select current_database() as db`;
+    const url = new URL(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
+    url.pathname = `/${current!.db}`;
+    // One connection that always uses the generic plan, so that EXPLAIN EXECUTE shows the plan kept.
+    let parameters: unknown[] = [];
+    const probe = postgres(url.href, {
+      max: 1,
+      onnotice: () => {},
+      connection: { plan_cache_mode: "force_generic_plan" },
+      debug: (_connection, _query, params) => {
+        parameters = params;
+      },
+    });
+    try {
+      const described = listCases(probe);
+      const executed = listCases(probe);
+      const forValues = listCases(crm.sql);
+      for (const [i, [name, query, index]] of described.entries()) {
+        const { string } = await query.describe();
+        // The usual page size is written into the statement, not a parameter (pageLimit).
+        expect(string, name).toMatch(/ limit 51$/);
+        await executed[i]![1];
+        const values = parameters; // the statement's, before the next one's replace them
+        await probe.unsafe(`prepare kept_${i} as ${string}`);
+        // The test's own values, as literals (EXPLAIN EXECUTE cannot type a parameter of its own).
+        const args = values.map((v) => `'${String(v).replaceAll("'", "''")}'`).join(", ");
+        const kept = planText(await probe.unsafe(`explain (costs off) execute kept_${i}(${args})`));
+        const made = planText(await crm.sql`explain (costs off) ${forValues[i]![1]}`);
+        expect(kept, name).toContain(index);
+        // The same plan as the one made for these very values: the same nodes on the same indexes.
+        expect(shape(kept), name).toEqual(shape(made));
+      }
+    } finally {
+      await probe.end({ timeout: 5 });
     }
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { newId, type Sql, type TransactionSql } from "@funil/db";
+import { newId, pageLimit, type Sql, type TransactionSql } from "@funil/db";
 import { invalidReference, notFound } from "@funil/errors";
 import {
   applyTaskPatch,
@@ -76,7 +76,7 @@ export function taskStore(sql: Sql, emit: EmitTaskEvent) {
     const where = c.reduce((acc, x) => sql`${acc} and ${x}`);
     return sql<
       TaskRecord[]
-    >`select ${columns(sql)} from tasks where ${where} order by created_at, id limit ${limit}`;
+    >`select ${columns(sql)} from tasks where ${where} order by created_at, id ${pageLimit(sql, limit)}`;
   }
 
   return {

@@ -1,0 +1,28 @@
+import type postgres from "postgres";
+import type { Sql } from "./client.js";
+
+/**
+ * The page sizes whose statements get a plan of their own: `limit + 1` (the
+ * extra row tells whether a next page exists) for the limits clients ask
+ * most, the default 50 first.
+ */
+const KEPT_TAKES = new Set([11, 21, 26, 51, 101, 201, 501]);
+
+/**
+ * `limit <take>` of a keyset page. With `limit $n` PostgreSQL planned the
+ * statement at every call: its generic plan guesses a tenth of the table for
+ * a LIMIT parameter and a custom plan knows n, so the custom plan always
+ * looked cheaper and was made again (the contacts page: 183-210 µs of
+ * PostgreSQL CPU planned each time, 130-133 µs with its plan kept;
+ * bench/RESULTS.md, session 8). The usual sizes are written into the
+ * statement, so each is a statement of its own whose generic plan PostgreSQL
+ * keeps after five calls; any other size stays a parameter, so that what a
+ * client asks cannot multiply the statements a connection prepares. Only for
+ * filters whose generic plan is the custom one (equalities and ranges on the
+ * keyset indexes, checked in services/crm/src/store/explain.test.ts): a text
+ * search or an array filter wants its values planned and passes
+ * `planned = false`.
+ */
+export function pageLimit(sql: Sql, take: number, planned = true): postgres.Fragment {
+  return planned && KEPT_TAKES.has(take) ? sql.unsafe(`limit ${take}`) : sql`limit ${take}`;
+}
