@@ -78,6 +78,7 @@ export function threadPoster(opts: PosterOptions): ThreadPoster {
   function flush(thread: Thread) {
     const sending = thread.batch;
     thread.batch = [];
+    // A thread lost since the batch began has already failed its POSTs (and emptied `waiting`).
     if (thread.waiting.size > 0) thread.worker.postMessage(sending);
   }
 

@@ -170,8 +170,7 @@ describe("list queries use their indexes (EXPLAIN)", () => {
     const cases = listCases(sql);
     const report: string[] = [];
     for (const [name, query, index] of cases) {
-      const rows = await sql`explain (analyze, costs off, timing on, summary on) ${query}`;
-      const plan = rows.map((r) => Object.values(r)[0] as string).join("\n");
+      const plan = planText(await sql`explain (analyze, costs off, timing on, summary on) ${query}`);
       report.push(`### ${name}\n\nexpected index: \`${index}\`\n\n\`\`\`\n${plan}\n\`\`\`\n`);
       expect(plan, name).toContain(index);
       expect(plan, name).not.toMatch(/Seq Scan/);
