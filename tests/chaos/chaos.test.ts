@@ -1,13 +1,14 @@
 import { naming } from "@funil/config";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { startStack } from "../../scripts/stack.mjs";
 import { request } from "../helpers.js";
+import { readStream } from "./events.js";
 import { type PrivateServer, privateServer } from "./servers.js";
-import { type Answer, type Api, type EventEnvelope, WORKLOADS } from "./workloads.js";
+import { type Answer, type Api, WORKLOADS } from "./workloads.js";
 
 /**
  * Issue 13 §7: processes are killed (SIGKILL) and dependencies restarted while clients write; nothing
@@ -199,7 +200,7 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
           new RegExp(`funil_outbox_backlog\\{service="${service}"\\} 0\\b`).test(metrics),
         );
       });
-      const events = await readStream(nats.url);
+      const events = await readStream(nats.url, names.stream("EVENTS"));
       const timed = events.filter((e) => e.envelope.workspaceId === ws.body.id);
 
       const problems: string[] = [];
@@ -241,21 +242,3 @@ describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS an
     (SECONDS + 120) * 1000,
   );
 });
-
-/** Every message of the run's EVENTS stream, with the time the stream stored it. */
-async function readStream(url: string) {
-  const nc = await connect({ servers: url });
-  try {
-    const jsm = await jetstreamManager(nc);
-    const stream = names.stream("EVENTS");
-    const info = await jsm.streams.info(stream);
-    const out: Array<{ envelope: EventEnvelope; storedAt: number }> = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-      const m = await jsm.streams.getMessage(stream, { seq });
-      if (m) out.push({ envelope: m.json<EventEnvelope>(), storedAt: m.time.getTime() });
-    }
-    return out;
-  } finally {
-    await nc.close();
-  }
-}
