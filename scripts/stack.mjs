@@ -77,6 +77,8 @@ export async function startStack(opts = {}) {
     LOG_LEVEL: base.LOG_LEVEL ?? "info",
     PORT: String(port),
     ADMIN_TOKEN: adminToken,
+    // One cursor key for every process of the stack: a cursor one copy signed is read by any other.
+    CURSOR_KEYS: base.CURSOR_KEYS || randomBytes(32).toString("base64url"),
   };
   // Every service gets every address, so each one finds the others (webhooks calls the gateway's Auth).
   for (const name of [...SERVICES, "auth"]) {

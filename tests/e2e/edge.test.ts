@@ -1,6 +1,6 @@
 import { connect } from "node:net";
 import { loadConfig } from "@funil/config";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { gatewayConfig } from "../../services/gateway/src/config.js";
 import { deepArray, deepObject, type Json } from "../generated/schema-arbitrary.js";
 import {
@@ -12,15 +12,18 @@ import {
   request,
   type Workspace,
 } from "../helpers.js";
-import { contact, deal, pipeline } from "./crm-fixtures.js";
+import { contact, deal, member, pipeline } from "./crm-fixtures.js";
 
 const copy = gatewayCopy;
 
-/** One raw HTTP/1.1 exchange, for what fetch refuses to send. */
+/**
+ * One raw HTTP/1.1 exchange, for what fetch refuses to send: the answer is what arrived when the server
+ * closed the connection, so the request must ask for that (`connection: close`) unless it is malformed.
+ */
 function raw(text: string): Promise<string> {
   const { hostname, port } = new URL(gatewayUrl());
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.end(text));
+    const socket = connect(Number(port), hostname, () => socket.write(text));
     let answer = "";
     socket.on("data", (d) => {
       answer += d.toString("latin1");
@@ -29,6 +32,23 @@ function raw(text: string): Promise<string> {
     socket.on("error", reject);
   });
 }
+
+/** A raw answer taken apart: status, lower-cased headers, the body parsed when it is JSON. */
+function parsed(answer: string) {
+  const [head = "", ...rest] = answer.split("\r\n\r\n");
+  const [statusLine = "", ...lines] = head.split("\r\n");
+  const headers = new Map(
+    lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]),
+  );
+  let body: Json;
+  try {
+    body = JSON.parse(rest.join("\r\n\r\n"));
+  } catch {}
+  return { status: Number(statusLine.split(" ")[1]), headers, body };
+}
+
+/** One raw request to the gateway, its lines joined with CRLF, the connection closed after it. */
+const rawRequest = (...lines: string[]) => raw(`${lines.join("\r\n")}\r\n\r\n`).then(parsed);
 
 let ws: Workspace;
 beforeAll(async () => {
@@ -84,9 +104,10 @@ describe("issue 8: bodies that used to be a 500", () => {
     for (const list of ["/contacts", "/opportunities", "/tasks"]) {
       const page = await ws.call("GET", `${list}?limit=1`);
       expect(page.body.nextCursor, list).toEqual(expect.any(String));
-      const decoded = JSON.parse(Buffer.from(page.body.nextCursor, "base64url").toString());
+      const [payload, tag] = (page.body.nextCursor as string).split(".");
+      const decoded = JSON.parse(Buffer.from(payload!, "base64url").toString());
       decoded.p[1] = `${decoded.p[1]}\u0000`;
-      const forged = Buffer.from(JSON.stringify(decoded)).toString("base64url");
+      const forged = `${Buffer.from(JSON.stringify(decoded)).toString("base64url")}.${tag}`;
       const res = await ws.call("GET", `${list}?limit=1&cursor=${forged}`);
       expect(res.status, list).toBe(400);
       expect(res.body.error.code).toBe("invalid_cursor");
@@ -276,5 +297,208 @@ describe("issue 8: the OpenAPI document lists every answer the server gives", ()
     const s = doc.components.schemas;
     expect(s.TaskCreateInput.properties.title.minLength).toBe(1);
     expect(s.NoteCreateInput.properties.body.minLength).toBe(1);
+  });
+});
+
+describe("issue finding 5: ambiguous credentials are refused, never chosen between", () => {
+  it("finding 5: two Authorization headers are a 401 unauthorized, whichever key comes first", async () => {
+    const other = await newWorkspace();
+    for (const [first, second] of [
+      [`Bearer ${ws.key}`, "Bearer garbage"],
+      [`Bearer ${other.key}`, `Bearer ${ws.key}`],
+      [`Bearer ${ws.key}`, `Bearer ${ws.key}`],
+    ]) {
+      const res = await rawRequest(
+        "GET /api/v1/contacts HTTP/1.1",
+        "host: x",
+        "connection: close",
+        `authorization: ${first}`,
+        `Authorization: ${second}`,
+      );
+      expect(res.status, `${first} then ${second}`).toBe(401);
+      expect(res.body).toEqual({ error: { code: "unauthorized", message: expect.stringMatching(/one/) } });
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+    }
+    const one = await rawRequest(
+      "GET /api/v1/contacts HTTP/1.1",
+      "host: x",
+      "connection: close",
+      `authorization: Bearer ${ws.key}`,
+    );
+    expect(one.status).toBe(200);
+  });
+
+  it("finding 5: the admin token sent twice is a 401 too", async () => {
+    const token = `authorization: Bearer ${inject("adminToken")}`;
+    const res = await rawRequest(
+      "GET /admin/v1/workspaces HTTP/1.1",
+      "host: x",
+      "connection: close",
+      token,
+      token,
+    );
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe("unauthorized");
+  });
+});
+
+describe("issue finding 6: cursors are tamper-evident", () => {
+  it("finding 6: a cursor re-encoded with a changed position is a 400 invalid_cursor; the one issued reads on", async () => {
+    const mine = await newWorkspace();
+    const made = [await contact(mine), await contact(mine), await contact(mine)];
+    const first = await mine.call("GET", "/contacts?limit=1");
+    const cursor: string = first.body.nextCursor;
+    expect(cursor).toEqual(expect.any(String));
+    const [payload, tag] = cursor.split(".");
+    const decoded = JSON.parse(Buffer.from(payload!, "base64url").toString());
+    // The position of the last contact: a client skipping ahead to it, or back to the start.
+    for (const p of [
+      [decoded.p[0], made[2]!.id],
+      ["2000-01-01T00:00:00.000Z", decoded.p[1]],
+    ]) {
+      const forged = `${Buffer.from(JSON.stringify({ ...decoded, p })).toString("base64url")}.${tag}`;
+      const res = await mine.call("GET", `/contacts?limit=1&cursor=${forged}`);
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("invalid_cursor");
+    }
+    const next = await mine.call("GET", `/contacts?limit=1&cursor=${cursor}`);
+    expect(next.status).toBe(200);
+    expect(next.body.data[0].id).toBe(made[1]!.id);
+  });
+
+  it("finding 6: the short lists' cursors are signed too", async () => {
+    const mine = await newWorkspace();
+    await member(mine);
+    await member(mine);
+    const first = await mine.call("GET", "/members?limit=1");
+    const [payload, tag] = (first.body.nextCursor as string).split(".");
+    const decoded = JSON.parse(Buffer.from(payload!, "base64url").toString());
+    const forged = `${Buffer.from(JSON.stringify({ ...decoded, p: [-1, "x"] })).toString("base64url")}.${tag}`;
+    const res = await mine.call("GET", `/members?limit=1&cursor=${forged}`);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_cursor");
+  });
+});
+
+describe("issue finding 7: every list takes limit 1..500", () => {
+  const SHORT = ["/custom-fields", "/pipelines", "/members", "/calendars", "/webhooks"];
+
+  it("finding 7: the short lists refuse limit 0, 501, -1, 1e1 and abc with a 400 naming query.limit", async () => {
+    for (const path of SHORT)
+      for (const limit of ["0", "501", "-1", "1e1", "abc"]) {
+        const res = await ws.call("GET", `${path}?limit=${limit}`);
+        expect(res.status, `${path}?limit=${limit}`).toBe(400);
+        expect(res.body.error.code).toBe("validation_failed");
+        expect(res.body.error.details.map((d: Json) => d.path)).toContain("query.limit");
+      }
+  });
+
+  it("finding 7: a short list pages by limit and cursor, and is one page (nextCursor null) by default", async () => {
+    const mine = await newWorkspace();
+    const members = [await member(mine), await member(mine), await member(mine)];
+    const whole = await mine.call("GET", "/members");
+    expect(whole.body.data.map((m: Json) => m.id)).toEqual(members.map((m) => m.id));
+    expect(whole.body.nextCursor).toBeNull();
+    expect((await mine.call("GET", "/custom-fields?limit=500")).status).toBe(200);
+    const seen: string[] = [];
+    let cursor: string | null = "";
+    while (cursor !== null) {
+      const page: Json = await mine.call("GET", `/members?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(page.status).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.data.map((m: Json) => m.id));
+      cursor = page.body.nextCursor;
+    }
+    expect(seen).toEqual(members.map((m) => m.id));
+  });
+
+  it("finding 7: a subscription's deliveries take limit 1..500 (at most 50 come back) and no cursor", async () => {
+    const sub = await ws.call("POST", "/webhooks", {
+      url: "http://127.0.0.1:9/hook",
+      events: ["contact.created"],
+    });
+    expect(sub.status).toBe(201);
+    const id = sub.body.subscription.id;
+    for (const limit of ["0", "501", "abc"])
+      expect((await ws.call("GET", `/webhooks/${id}/deliveries?limit=${limit}`)).status).toBe(400);
+    const page = await ws.call("GET", `/webhooks/${id}/deliveries?limit=500`);
+    expect(page.status).toBe(200);
+    expect(page.body.nextCursor).toBeNull();
+    expect((await ws.call("GET", `/webhooks/${id}/deliveries?cursor=abc`)).status).toBe(400);
+  });
+});
+
+describe("issue finding 8: answers below the routes carry our error body and headers", () => {
+  const authorized = () => `authorization: Bearer ${ws.key}`;
+
+  it("finding 8: an Expect other than 100-continue is a 417 expectation_failed with our body and headers", async () => {
+    for (const [method, path] of [
+      ["GET", "/api/v1/contacts"],
+      ["POST", "/api/v1/contacts"],
+      ["GET", "/healthz"],
+    ] as const) {
+      const head = [
+        `${method} ${path} HTTP/1.1`,
+        "host: x",
+        "connection: close",
+        "expect: something-else",
+        authorized(),
+        "content-type: application/json",
+        "content-length: 2",
+      ];
+      const res = parsed(await raw(`${head.join("\r\n")}\r\n\r\n{}`));
+      expect(res.status, `${method} ${path}`).toBe(417);
+      expect(res.body).toEqual({ error: { code: "expectation_failed", message: expect.any(String) } });
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+      if (path.startsWith("/api/v1")) expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
+    }
+  });
+
+  it("finding 8: an HTTP/1.1 request without Host is a 400 with our body and headers; HTTP/1.0 needs none", async () => {
+    const res = await rawRequest("GET /api/v1/contacts HTTP/1.1", "connection: close", authorized());
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: { code: "validation_failed", message: expect.stringMatching(/Host/) },
+    });
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
+    const old = await rawRequest("GET /api/v1/contacts HTTP/1.0", authorized());
+    expect(old.status).toBe(200);
+  });
+
+  it("finding 8: obs-fold, control bytes in a header value and %C0%AF in a path are a 400 with our body and an x-request-id", async () => {
+    for (const lines of [
+      ["GET /api/v1/contacts HTTP/1.1", "host: x", authorized(), "x-folded: a", " b"],
+      ["GET /api/v1/contacts HTTP/1.1", "host: x", authorized(), "x-control: a\u0001b"],
+      ["GET /api/v1/contacts/%C0%AF HTTP/1.1", "host: x", "connection: close", authorized()],
+    ]) {
+      const res = await rawRequest(...lines);
+      expect(res.status, lines.join(" | ")).toBe(400);
+      expect(res.body).toEqual({ error: { code: "validation_failed", message: expect.any(String) } });
+      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+      // Refused before the key was read: no rate limit was taken, none is shown (as documented).
+      expect(res.headers.get("x-ratelimit-limit")).toBeUndefined();
+    }
+  });
+
+  it("finding 8: a POST body with content-type text/plain is a 415 unsupported_media_type", async () => {
+    for (const type of ["text/plain", "text/plain; charset=utf-8"]) {
+      const res = await ws.call("POST", "/contacts", JSON.stringify({ name: "a", phone: "11999990001" }), {
+        "content-type": type,
+      });
+      expect(res.status, type).toBe(415);
+      expect(res.body.error.code).toBe("unsupported_media_type");
+      expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
+    }
+  });
+
+  it("finding 8: the OpenAPI document says 401 and 431 carry no x-ratelimit-*, and lists 417 everywhere", async () => {
+    const doc = (await request("GET", `${gatewayUrl()}/api/v1/openapi.json`)).body;
+    const op = doc.paths["/api/v1/contacts"].get.responses;
+    expect(op["417"]).toBeDefined();
+    expect(op["431"].headers["x-ratelimit-limit"]).toBeUndefined();
+    expect(op["401"].headers["x-ratelimit-limit"]).toBeUndefined();
+    expect(op["400"].headers["x-ratelimit-limit"]).toBeDefined();
   });
 });

@@ -375,10 +375,9 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
   it("SPEC §4: GET /webhooks/{id}/deliveries gives the 50 most recent, newest first, nextCursor null", async () => {
     const { subscription } = await subscribe(ws, rx.url(path("many")));
     for (let i = 0; i < 52; i++) await newContact(ws);
-    const list = await waitFor(async () => {
-      const res = await ws.call("GET", `/webhooks/${subscription.id}/deliveries?limit=5`);
-      return res.status === 400 ? res : undefined;
-    });
+    // No cursor on this list; `limit` (1..500, as on every list) only keeps the first of the 50.
+    const list = await ws.call("GET", `/webhooks/${subscription.id}/deliveries?cursor=abc`);
+    expect(list.status).toBe(400);
     expect(list.body.error.code).toBe("validation_failed");
     const res = await waitFor(async () => {
       const r = await ws.call("GET", `/webhooks/${subscription.id}/deliveries`);
@@ -387,5 +386,8 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(res.body.nextCursor).toBeNull();
     const created = res.body.data.map((d: { createdAt: string }) => d.createdAt);
     expect([...created].sort().reverse()).toEqual(created);
+    const five = await ws.call("GET", `/webhooks/${subscription.id}/deliveries?limit=5`);
+    expect(five.body.data).toHaveLength(5);
+    expect(five.body.nextCursor).toBeNull();
   });
 });

@@ -33,4 +33,13 @@ describe("configuration (DESIGN: parsed once with zod; a bad value names the var
       "events.x",
     ]);
   });
+
+  it("issue finding 6 CURSOR_KEYS: a comma-separated list of keys of 16 characters or more, unset when empty", () => {
+    const a = "a".repeat(16);
+    const b = "b".repeat(32);
+    expect(loadConfig(schema, { CURSOR_KEYS: ` ${a} , ${b} ` }).CURSOR_KEYS).toEqual([a, b]);
+    expect(loadConfig(schema, {}).CURSOR_KEYS).toBeUndefined();
+    expect(loadConfig(schema, { CURSOR_KEYS: "" }).CURSOR_KEYS).toBeUndefined();
+    expect(() => loadConfig(schema, { CURSOR_KEYS: `${a},short` })).toThrow(/CURSOR_KEYS/);
+  });
 });

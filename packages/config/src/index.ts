@@ -15,6 +15,22 @@ export const baseEnv = z.object({
   REDIS_URL: z.url().default("redis://127.0.0.1:6379"),
   NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /**
+   * Secrets that sign list cursors, comma-separated: the first signs new cursors, every one verifies
+   * (rotation: put the new key first, keep the old one until the cursors in flight expire). Every
+   * process must share them. Unset or empty: a fixed development key, with a warning at start.
+   */
+  CURSOR_KEYS: z
+    .string()
+    .optional()
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((k) => k.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().min(16, "each key must be at least 16 characters")))
+    .transform((keys) => (keys.length > 0 ? keys : undefined)),
 });
 
 export const port = z.coerce.number().int().min(0).max(65535);

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { decodeCursor, encodeCursor, useCursorKeys } from "./cursor.js";
 import { describeError } from "./errors.js";
 
 describe("keyset cursors (API §4)", () => {
@@ -7,7 +7,7 @@ describe("keyset cursors (API §4)", () => {
 
   it("round-trips the position of the last item", () => {
     const c = encodeCursor("contacts", filters, ["2026-11-22T10:00:00.000Z", "ct_1"]);
-    expect(c).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(c).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     expect(decodeCursor(c, "contacts", filters, ["timestamp", "string"])).toEqual([
       "2026-11-22T10:00:00.000Z",
       "ct_1",
@@ -50,6 +50,70 @@ describe("keyset cursors (API §4)", () => {
       }
       expect(describeError(error)).toMatchObject({ code: "invalid_cursor", status: 400 });
     }
+  });
+});
+
+describe("issue finding 6: cursors are signed, so a forged position is invalid_cursor", () => {
+  const filters = { workspaceId: "ws_1" };
+  const shape: Array<"timestamp" | "string"> = ["timestamp", "string"];
+  const oldKey = "old-key-0123456789abcdef";
+  const newKey = "new-key-0123456789abcdef";
+  const warnings: string[] = [];
+  const warn = (m: string) => warnings.push(m);
+  afterEach(() => useCursorKeys(undefined, () => {}));
+  const codeOf = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (err) {
+      return describeError(err).code;
+    }
+    return "accepted";
+  };
+
+  it("a cursor re-encoded with another position, its tag kept, is invalid_cursor", () => {
+    useCursorKeys([newKey], warn);
+    const c = encodeCursor("contacts", filters, ["2026-11-22T10:00:00.000Z", "ct_1"]);
+    const [payload, tag] = c.split(".");
+    const decoded = JSON.parse(Buffer.from(payload!, "base64url").toString());
+    for (const p of [
+      ["2026-11-22T10:00:00.000Z", "ct_0"],
+      ["2020-01-01T00:00:00.000Z", "ct_1"],
+    ]) {
+      const forged = `${Buffer.from(JSON.stringify({ ...decoded, p })).toString("base64url")}.${tag}`;
+      expect(codeOf(() => decodeCursor(forged, "contacts", filters, shape))).toBe("invalid_cursor");
+    }
+    // Without its tag, or with a tag cut short, the same cursor is refused too.
+    expect(codeOf(() => decodeCursor(payload!, "contacts", filters, shape))).toBe("invalid_cursor");
+    expect(codeOf(() => decodeCursor(c.slice(0, -2), "contacts", filters, shape))).toBe("invalid_cursor");
+  });
+
+  it("a cursor signed with a key the process does not hold is invalid_cursor", () => {
+    useCursorKeys([oldKey], warn);
+    const c = encodeCursor("contacts", filters, ["2026-11-22T10:00:00.000Z", "ct_1"]);
+    useCursorKeys([newKey], warn);
+    expect(codeOf(() => decodeCursor(c, "contacts", filters, shape))).toBe("invalid_cursor");
+  });
+
+  it("rotation: with the new key first, a cursor of the old key still reads, and new cursors use the new key", () => {
+    useCursorKeys([oldKey], warn);
+    const inFlight = encodeCursor("contacts", filters, ["2026-11-22T10:00:00.000Z", "ct_1"]);
+    useCursorKeys([newKey, oldKey], warn);
+    expect(decodeCursor(inFlight, "contacts", filters, shape)).toEqual(["2026-11-22T10:00:00.000Z", "ct_1"]);
+    const fresh = encodeCursor("contacts", filters, ["2026-11-22T10:00:00.000Z", "ct_2"]);
+    useCursorKeys([newKey], warn);
+    expect(decodeCursor(fresh, "contacts", filters, shape)).toEqual(["2026-11-22T10:00:00.000Z", "ct_2"]);
+    useCursorKeys([oldKey], warn);
+    expect(codeOf(() => decodeCursor(fresh, "contacts", filters, shape))).toBe("invalid_cursor");
+  });
+
+  it("without keys, the development key signs and a warning says so", () => {
+    warnings.length = 0;
+    useCursorKeys([newKey], warn);
+    expect(warnings).toEqual([]);
+    useCursorKeys(undefined, warn);
+    expect(warnings).toEqual([expect.stringMatching(/CURSOR_KEYS/)]);
+    const c = encodeCursor("contacts", filters, ["2026-11-22T10:00:00.000Z", "ct_1"]);
+    expect(decodeCursor(c, "contacts", filters, shape)).toEqual(["2026-11-22T10:00:00.000Z", "ct_1"]);
   });
 });
 

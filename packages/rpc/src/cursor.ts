@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { fail } from "@funil/errors";
 import { parseTimestamp } from "@funil/schemas";
 
@@ -6,8 +6,33 @@ import { parseTimestamp } from "@funil/schemas";
  * Opaque keyset cursors (API.md §4). A cursor names the list it belongs to
  * and a digest of the filters it was issued with; any other use is
  * `invalid_cursor`. Its position is the sort key of the last item returned.
+ * It is signed (HMAC-SHA-256 with the first of CURSOR_KEYS, truncated to 128 bits): a position a
+ * client changed, or a cursor it made itself, is `invalid_cursor`, not a place to read from.
  */
 export type Position = Array<string | number>;
+
+/** A process started without CURSOR_KEYS signs with this one (and says so at start). */
+const DEVELOPMENT_KEY = "funil-development-cursor-key";
+const TAG_BYTES = 16;
+
+let signingKeys: Buffer[] = [Buffer.from(DEVELOPMENT_KEY)];
+
+/**
+ * Installs the keys of CURSOR_KEYS, once at start: the first signs, every one verifies, so a new key put
+ * first does not break the cursors signed with the old one while it stays listed. Without keys the
+ * development key stays, and `warn` says so: cursors would then be forgeable by anyone who read the code.
+ */
+export function useCursorKeys(keys: readonly string[] | undefined, warn: (message: string) => void): void {
+  if (!keys?.length) {
+    signingKeys = [Buffer.from(DEVELOPMENT_KEY)];
+    warn("CURSOR_KEYS is not set: list cursors are signed with the development key");
+    return;
+  }
+  signingKeys = keys.map((k) => Buffer.from(k));
+}
+
+const tagOf = (payload: string, key: Buffer) =>
+  createHmac("sha256", key).update(payload).digest().subarray(0, TAG_BYTES);
 
 function digest(filters: Record<string, unknown>): string {
   const stable = Object.keys(filters)
@@ -17,8 +42,22 @@ function digest(filters: Record<string, unknown>): string {
   return createHash("sha256").update(JSON.stringify(stable)).digest("base64url").slice(0, 16);
 }
 
+/** `<base64url JSON>.<base64url tag>`: the tag signs the JSON's encoding, exactly as sent. */
 export function encodeCursor(list: string, filters: Record<string, unknown>, position: Position): string {
-  return Buffer.from(JSON.stringify({ l: list, f: digest(filters), p: position })).toString("base64url");
+  const payload = Buffer.from(JSON.stringify({ l: list, f: digest(filters), p: position })).toString(
+    "base64url",
+  );
+  return `${payload}.${tagOf(payload, signingKeys[0]!).toString("base64url")}`;
+}
+
+/** The JSON of a cursor whose tag one of the keys made, else undefined. */
+function verified(cursor: string): string | undefined {
+  const [payload, tag, ...rest] = cursor.split(".");
+  if (!payload || !tag || rest.length > 0) return undefined;
+  const given = Buffer.from(tag, "base64url");
+  if (given.length !== TAG_BYTES) return undefined;
+  if (!signingKeys.some((key) => timingSafeEqual(tagOf(payload, key), given))) return undefined;
+  return Buffer.from(payload, "base64url").toString("utf8");
 }
 
 const bad = () => fail("invalid_cursor", "cursor is invalid or was issued for other filters");
@@ -33,10 +72,12 @@ export function decodeCursor(
   filters: Record<string, unknown>,
   shape: Array<"string" | "number" | "timestamp">,
 ): Position {
-  if (cursor.length > 1000 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
+  if (cursor.length > 1000 || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
+  const json = verified(cursor);
+  if (json === undefined) throw bad();
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    parsed = JSON.parse(json);
   } catch {
     throw bad();
   }

@@ -17,6 +17,7 @@ import {
   type TransactionSql,
   writeEvent,
 } from "@funil/db";
+import { useCursorKeys } from "./cursor.js";
 import { causeOf } from "./errors.js";
 import type { HealthSources } from "./health.js";
 import { startRpcServer } from "./server.js";
@@ -43,6 +44,7 @@ export interface ServiceConfig {
   NATS_URL: string;
   LOG_LEVEL: string;
   HOST: string;
+  CURSOR_KEYS?: string[] | undefined;
 }
 
 export interface Wired {
@@ -74,6 +76,7 @@ export async function startService(opts: {
 }) {
   const { name, config, clock } = opts;
   const log = createLogger(name, config.LOG_LEVEL);
+  useCursorKeys(config.CURSOR_KEYS, (message) => log.warn(message));
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database(name), {
     max: config.DATABASE_POOL_MAX,

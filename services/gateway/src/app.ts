@@ -1,5 +1,6 @@
 import compress from "@fastify/compress";
 import cors from "@fastify/cors";
+import { useCursorKeys } from "@funil/rpc";
 import { check, type Part, refuseNul, type z } from "@funil/schemas";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
@@ -7,6 +8,7 @@ import type { GatewayContext } from "./context.js";
 import { healthChecks, readyzRoute } from "./health.js";
 import { authPlugin } from "./plugins/auth.js";
 import { clientErrorHandler, errorsPlugin, frameworkError } from "./plugins/errors.js";
+import { httpEdgePlugin } from "./plugins/http-edge.js";
 import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { openapiPlugin } from "./plugins/openapi.js";
@@ -49,8 +51,12 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     routerOptions: { maxParamLength: 2000 },
     frameworkErrors: frameworkError,
     clientErrorHandler,
+    // A request without Host is refused by httpEdgePlugin, with the error body, rather than by Node.
+    http: { requireHostHeader: false },
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
+  // The short lists' cursors are signed here, with the keys the services sign theirs with.
+  useCursorKeys(ctx.config.CURSOR_KEYS, (message) => app.log.warn(message));
   // The request rules are the shared schemas of @funil/schemas, applied by the same check() the services
   // use, so HTTP and gRPC answer the same validation_failed details.
   app.setValidatorCompiler(({ schema, httpPart }) => (data) => {
@@ -95,6 +101,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
 
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);
+  await app.register(httpEdgePlugin);
   const health = healthChecks(ctx);
   await app.register(metricsPlugin, { register: health.registerMetrics });
   // Browsers may call the API only from the origins the operator lists (none by default).

@@ -15,6 +15,17 @@ declare module "fastify" {
   }
 }
 
+/**
+ * Every Authorization header of the request as it arrived. Node keeps only the first of repeated
+ * Authorization headers in req.headers, which would let the first of two keys win: read the raw list.
+ */
+export function authorizationHeaders(raw: string[]): string[] {
+  const found: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === "authorization") found.push(raw[i + 1]!);
+  return found;
+}
+
 /** The workspace id always comes from the key, never from the request. */
 export const authPlugin = fp(async (app: FastifyInstance, opts: { keys: KeyResolver }) => {
   app.decorateRequest("caller", null as unknown as Caller);
@@ -25,14 +36,21 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { keys: KeyResol
   });
 
   app.addHook("onRequest", async (req: FastifyRequest, reply) => {
-    const header = req.headers.authorization ?? "";
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    const headers = authorizationHeaders(req.raw.rawHeaders);
+    const match = headers.length === 1 ? /^Bearer\s+(\S+)\s*$/i.exec(headers[0]!) : null;
     const caller = match ? await opts.keys.resolve(match[1]!) : undefined;
     if (!caller) {
       reply.header("www-authenticate", 'Bearer realm="funil"');
       return reply
         .code(401)
-        .send(errorBody("unauthorized", "missing, malformed, unknown or revoked API key"));
+        .send(
+          errorBody(
+            "unauthorized",
+            headers.length > 1
+              ? "send one Authorization header: credentials sent twice are never chosen between"
+              : "missing, malformed, unknown or revoked API key",
+          ),
+        );
     }
     req.caller = caller;
   });

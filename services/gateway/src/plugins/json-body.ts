@@ -22,13 +22,15 @@ export function tooDeep(value: unknown, maxDepth = MAX_JSON_DEPTH): boolean {
 
 /**
  * JSON bodies: parsed with Fastify's own prototype-poisoning guards, then refused when too deep, before
- * any hook or handler sees them. An empty body is no body, so a client that always sends
- * `content-type: application/json` can still call the routes that take none (the schemas of the routes
- * that need one answer validation_failed).
+ * any hook or handler sees them; a body of any other content type is a 415. An empty body is no body,
+ * so a client that always sends `content-type: application/json` can still call the routes that take
+ * none (the schemas of the routes that need one answer validation_failed).
  */
 export const jsonBodyPlugin = fp(async (app: FastifyInstance) => {
   const parse = app.getDefaultJsonParser("error", "error");
-  app.removeContentTypeParser("application/json");
+  // JSON only: Fastify's own text/plain parser would hand a string to the body's validation (a 400)
+  // where any body that is not JSON is a 415 unsupported_media_type.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
     if ((body as string).trim() === "") return done(null, undefined);
     parse(req, body as string, (err: Error | null, value?: unknown) => {

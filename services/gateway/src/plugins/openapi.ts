@@ -29,7 +29,10 @@ const COMMON: Array<{
 }> = [
   {
     status: "400",
-    description: "validation_failed: a bad value, a NUL character, JSON nested too deep",
+    description:
+      "validation_failed: a bad value, a NUL character, JSON nested too deep, an HTTP/1.1 request without " +
+      "Host. A malformed header (the connection then closes) or a path that does not decode is refused " +
+      "before the key is read: x-request-id, but no x-ratelimit-*",
     when: () => true,
   },
   { status: "401", description: "unauthorized", when: () => true },
@@ -40,13 +43,20 @@ const COMMON: Array<{
     when: (_, m) => BODY_METHODS.has(m),
   },
   {
+    status: "417",
+    description: "expectation_failed: an Expect header other than 100-continue",
+    when: () => true,
+  },
+  {
     status: "429",
     description: "rate_limited: over the key's rate limit",
     when: (p) => p.startsWith("/api/"),
   },
   {
     status: "431",
-    description: "headers_too_large: request line and headers over 16 KB (the connection then closes)",
+    description:
+      "headers_too_large: request line and headers over 16 KB; refused before the key is read: " +
+      "x-request-id but no x-ratelimit-* (the connection then closes)",
     when: () => true,
   },
   {
@@ -112,7 +122,8 @@ export function completeDocument(doc: Json): Json {
         if (/^[45]/.test(status) && response.description === "Default Response")
           response.description = COMMON.find((c) => c.status === status)?.description ?? "error";
         response.headers = { "x-request-id": ref("RequestId"), ...response.headers };
-        if (path.startsWith("/api/") && status !== "401")
+        // A 401 and a 431 come before a key is known: no rate limit was taken, none is shown.
+        if (path.startsWith("/api/") && status !== "401" && status !== "431")
           Object.assign(response.headers, {
             "x-ratelimit-limit": ref("RateLimitLimit"),
             "x-ratelimit-remaining": ref("RateLimitRemaining"),

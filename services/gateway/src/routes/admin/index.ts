@@ -12,10 +12,12 @@ import {
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES, sameSecret } from "../../keys.js";
+import { authorizationHeaders } from "../../plugins/auth.js";
 import { errorBody } from "../../plugins/errors.js";
 import { errorResponses } from "../../schemas/common.js";
 import { calendar, customField, member, page, pipeline } from "../../schemas/responses.js";
 import type { KeyRecord, WorkspaceRecord } from "../../store/keys.js";
+import { pageOf, wholeListQuery } from "../v1/whole-list.js";
 
 const workspace = z.object({
   id: z.string(),
@@ -57,7 +59,8 @@ export const adminRoutes =
   async (app) => {
     const token = ctx.config.ADMIN_TOKEN;
     app.addHook("onRequest", async (req, reply) => {
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "");
+      const headers = authorizationHeaders(req.raw.rawHeaders);
+      const match = headers.length === 1 ? /^Bearer\s+(\S+)\s*$/i.exec(headers[0]!) : null;
       if (!token || !match || !sameSecret(match[1]!, token))
         return reply
           .code(401)
@@ -92,10 +95,18 @@ export const adminRoutes =
         schema: {
           tags: ["admin"],
           summary: "List the workspaces",
+          querystring: z.strictObject(wholeListQuery),
           response: { 200: page(workspace) },
         },
       },
-      async () => ({ data: (await ctx.keyStore.listWorkspaces()).map(workspaceJson), nextCursor: null }),
+      async (req) =>
+        pageOf((await ctx.keyStore.listWorkspaces()).map(workspaceJson), {
+          list: "workspaces",
+          // The whole instance's list: the cursor is bound to the admin API rather than to a workspace.
+          workspaceId: "admin",
+          ...req.query,
+          key: (w) => w.id,
+        }),
     );
 
     app.patch(

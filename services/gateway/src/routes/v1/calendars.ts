@@ -1,10 +1,11 @@
 import { CalendarSchema, SlotSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
-import { idParam, slotsQuery } from "@funil/schemas";
+import { idParam, slotsQuery, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { calendar, page, slot } from "../../schemas/responses.js";
+import { pageOf, wholeListQuery } from "./whole-list.js";
 
 const read = { scopes: ["calendars.read"] };
 
@@ -18,12 +19,17 @@ export const calendarRoutes =
         schema: {
           tags: ["meetings"],
           summary: "List calendars (created through the admin API); appointments filter on their key",
-          response: { 200: page(calendar), ...errorResponses(401, 403) },
+          querystring: z.strictObject(wholeListQuery),
+          response: { 200: page(calendar), ...errorResponses(400, 401, 403) },
         },
       },
       async (req) => {
-        const res = await ctx.scheduling.calendars.listCalendars({ workspaceId: req.caller.workspaceId });
-        return { data: res.data.map((c) => toApiJson(CalendarSchema, c)), nextCursor: null };
+        const { workspaceId } = req.caller;
+        const res = await ctx.scheduling.calendars.listCalendars({ workspaceId });
+        return pageOf(
+          res.data.map((c) => toApiJson(CalendarSchema, c)),
+          { list: "calendars", workspaceId, ...req.query, key: (c) => String(c.id) },
+        );
       },
     );
 
@@ -41,17 +47,26 @@ export const calendarRoutes =
             "is the free one with the fewest meetings of this calendar that day, ties by assigneeUserIds " +
             "order. Default range now .. now + 7 days; at most 31 days.",
           params: idParam,
-          querystring: slotsQuery,
+          querystring: slotsQuery.extend(wholeListQuery),
           response: { 200: page(slot), ...errorResponses(400, 401, 403, 404) },
         },
       },
       async (req) => {
-        const res = await ctx.scheduling.calendars.listSlots({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          ...req.query,
-        });
-        return { data: res.data.map((s) => toApiJson(SlotSchema, s)), nextCursor: null };
+        const { workspaceId } = req.caller;
+        const { cursor, limit, ...range } = req.query;
+        const res = await ctx.scheduling.calendars.listSlots({ workspaceId, id: req.params.id, ...range });
+        // Bound to the range as asked: without from/to the window moves, so the slot's time is the key.
+        return pageOf(
+          res.data.map((s) => toApiJson(SlotSchema, s)),
+          {
+            list: "slots",
+            workspaceId,
+            filters: { id: req.params.id, ...range },
+            cursor,
+            limit,
+            key: (s) => String(s.startAt),
+          },
+        );
       },
     );
   };

@@ -1,11 +1,13 @@
 import { PipelineSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
+import { z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { page, pipeline } from "../../schemas/responses.js";
+import { pageOf, wholeListQuery } from "./whole-list.js";
 
-const errors = errorResponses(401, 403);
+const errors = errorResponses(400, 401, 403);
 
 export const pipelineRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
@@ -17,12 +19,17 @@ export const pipelineRoutes =
         schema: {
           tags: ["opportunities"],
           summary: "List pipelines with their stages in order (every stage is an open stage)",
+          querystring: z.strictObject(wholeListQuery),
           response: { 200: page(pipeline), ...errors },
         },
       },
       async (req) => {
-        const res = await ctx.crm.pipelines.listPipelines({ workspaceId: req.caller.workspaceId });
-        return { data: res.data.map((p) => toApiJson(PipelineSchema, p)), nextCursor: null };
+        const { workspaceId } = req.caller;
+        const res = await ctx.crm.pipelines.listPipelines({ workspaceId });
+        return pageOf(
+          res.data.map((p) => toApiJson(PipelineSchema, p)),
+          { list: "pipelines", workspaceId, ...req.query, key: (p) => String(p.id) },
+        );
       },
     );
   };

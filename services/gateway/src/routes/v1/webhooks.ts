@@ -1,10 +1,11 @@
 import { DeliverySchema, type Subscription, SubscriptionSchema, WebhookFieldsSchema } from "@funil/contracts";
 import { messageOf, toApiJson } from "@funil/rpc";
-import { createWebhookBody, idParam, patchWebhookBody, z } from "@funil/schemas";
+import { createWebhookBody, idParam, limit, patchWebhookBody, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { delivery, page, webhook, webhookCreated, webhookSecret } from "../../schemas/responses.js";
+import { pageOf, wholeListQuery } from "./whole-list.js";
 
 // The read scopes of the events are checked by the webhooks service, which asks for the key's current
 // scopes itself (API.md §3, §11): one owner for the rule, over HTTP and gRPC alike.
@@ -24,11 +25,20 @@ export const webhookRoutes =
       "/webhooks",
       {
         config,
-        schema: { tags, summary: "List webhook subscriptions", response: { 200: page(webhook), ...errors } },
+        schema: {
+          tags,
+          summary: "List webhook subscriptions",
+          querystring: z.strictObject(wholeListQuery),
+          response: { 200: page(webhook), ...errors },
+        },
       },
       async (req) => {
-        const res = await api().listWebhooks({ workspaceId: req.caller.workspaceId });
-        return { data: res.data.map((s) => json(s)), nextCursor: null };
+        const { workspaceId } = req.caller;
+        const res = await api().listWebhooks({ workspaceId });
+        return pageOf(
+          res.data.map((s) => json(s)),
+          { list: "webhooks", workspaceId, ...req.query, key: (s) => String(s.id) },
+        );
       },
     );
 
@@ -137,16 +147,19 @@ export const webhookRoutes =
         config,
         schema: {
           tags,
-          summary: "The 50 most recent deliveries of a subscription (no cursor: nextCursor is always null)",
+          summary:
+            "The 50 most recent deliveries of a subscription, newest first, `limit` of them at most (no cursor: nextCursor is always null)",
           params: idParam,
-          // No cursor and no limit (SPEC.md §4): a parameter that would page is a 400, not ignored.
-          querystring: z.strictObject({}),
+          // No cursor (this list does not page): a cursor is a 400, not ignored. `limit` keeps the rule of
+          // every list (1..500) and only shortens the 50.
+          querystring: z.strictObject({ limit: limit(50) }),
           response: { 200: page(delivery), ...errors },
         },
       },
       async (req) => {
         const res = await api().listDeliveries({ workspaceId: req.caller.workspaceId, id: req.params.id });
-        return { data: res.data.map((d) => toApiJson(DeliverySchema, d)), nextCursor: null };
+        const data = res.data.slice(0, req.query.limit).map((d) => toApiJson(DeliverySchema, d));
+        return { data, nextCursor: null };
       },
     );
   };

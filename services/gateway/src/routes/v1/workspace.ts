@@ -1,10 +1,11 @@
 import { CustomFieldSchema, MemberSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
-import { listCustomFieldsQuery } from "@funil/schemas";
+import { listCustomFieldsQuery, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { customField, member, page } from "../../schemas/responses.js";
+import { pageOf, wholeListQuery } from "./whole-list.js";
 
 const errors = errorResponses(400, 401, 403);
 
@@ -18,16 +19,25 @@ export const workspaceRoutes =
         schema: {
           tags: ["custom fields"],
           summary: "List the custom-field definitions (the fieldKeys accepted in customFields)",
-          querystring: listCustomFieldsQuery,
+          querystring: listCustomFieldsQuery.extend(wholeListQuery),
           response: { 200: page(customField), ...errors },
         },
       },
       async (req) => {
-        const res = await ctx.crm.customFields.listCustomFields({
-          workspaceId: req.caller.workspaceId,
-          entity: req.query.entity,
-        });
-        return { data: res.data.map((f) => toApiJson(CustomFieldSchema, f)), nextCursor: null };
+        const { workspaceId } = req.caller;
+        const { entity, cursor, limit } = req.query;
+        const res = await ctx.crm.customFields.listCustomFields({ workspaceId, entity });
+        return pageOf(
+          res.data.map((f) => toApiJson(CustomFieldSchema, f)),
+          {
+            list: "custom-fields",
+            workspaceId,
+            filters: { entity },
+            cursor,
+            limit,
+            key: (f) => String(f.id),
+          },
+        );
       },
     );
 
@@ -38,12 +48,17 @@ export const workspaceRoutes =
         schema: {
           tags: ["members"],
           summary: "List workspace members, deactivated ones included",
+          querystring: z.strictObject(wholeListQuery),
           response: { 200: page(member), ...errors },
         },
       },
       async (req) => {
-        const res = await ctx.crm.members.listMembers({ workspaceId: req.caller.workspaceId });
-        return { data: res.data.map((m) => toApiJson(MemberSchema, m)), nextCursor: null };
+        const { workspaceId } = req.caller;
+        const res = await ctx.crm.members.listMembers({ workspaceId });
+        return pageOf(
+          res.data.map((m) => toApiJson(MemberSchema, m)),
+          { list: "members", workspaceId, ...req.query, key: (m) => String(m.id) },
+        );
       },
     );
   };
