@@ -29,21 +29,22 @@ const NATS = { replicas: 3, client: 4222, cluster: 6222, monitor: 8222, storage:
  * (bench/RESULTS.md) and up to 234 on the composed reads of bench/RESULTS-timeline.md; crm 119 on its
  * own reads, 162 behind scheduling's slots (bench/RESULTS-scheduling.md); timeline 198 draining a backlog
  * of a million inbox messages; scheduling 215 computing a month of slots; learning 186 on the learner
- * pages at full size (bench/RESULTS-learning.md); webhooks 198 at 10 000 deliveries/s
- * (bench/RESULTS-webhooks.md). The request is that peak rounded up to 32 Mi, the limit half as much again,
- * for a collection that runs late. CPU: what each process used at the benchmarks' top rates (µs per
- * request × requests per second): the gateway 0.5-0.85 of a core, crm 0.3-0.85, timeline 0.25 on reads
- * and 0.55 draining a backlog, scheduling 0.75 on slots, learning 0.3, webhooks 0.9; the request is about
- * half of that, so that the autoscaler (70 % of the request) adds copies before one copy is saturated.
- * The limit is one core: JavaScript runs on one thread (two for the gateway, whose compression runs on
- * libuv's pool, and webhooks, whose POSTs run in a worker thread).
+ * pages at full size in the latest runs of bench/RESULTS-learning.md; webhooks 198 at 10 000
+ * deliveries/s (bench/RESULTS-webhooks.md). The request is that peak rounded up to 32 Mi, the limit half
+ * as much again, for a collection that runs late. CPU: what each process used at the benchmarks' top
+ * rates (µs per request × requests per second, same files): the gateway 0.45-0.75 of a core, crm
+ * 0.3-0.85, timeline 0.25-0.55 (reads, and draining a backlog), scheduling 0.5-0.75 (bookings, slots),
+ * learning 0.35-0.65, webhooks 0.9; the request is about half of the top, so that the autoscaler (70 % of
+ * the request) adds copies before one copy is saturated. The limit is one core, JavaScript running on one
+ * thread; two for the gateway, whose compression runs on libuv's pool, and webhooks, whose POSTs run in a
+ * worker thread.
  */
 const SIZES = {
   gateway: { rssMb: 234, cpu: "500m", cpuLimit: "2", maxReplicas: 6 },
   crm: { rssMb: 162, cpu: "400m", cpuLimit: "1", maxReplicas: 6 },
   timeline: { rssMb: 198, cpu: "250m", cpuLimit: "1", maxReplicas: 4 },
   scheduling: { rssMb: 215, cpu: "400m", cpuLimit: "1", maxReplicas: 4 },
-  learning: { rssMb: 186, cpu: "200m", cpuLimit: "1", maxReplicas: 3 },
+  learning: { rssMb: 186, cpu: "300m", cpuLimit: "1", maxReplicas: 3 },
   webhooks: { rssMb: 198, cpu: "500m", cpuLimit: "2", maxReplicas: 4 },
 };
 const MIN_REPLICAS = 2;
