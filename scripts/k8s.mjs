@@ -465,6 +465,8 @@ function pgbouncer(image) {
     "[pgbouncer]",
     "listen_addr = 0.0.0.0",
     `listen_port = ${PGBOUNCER_PORT}`,
+    // TCP only: no Unix socket to write on the container's read-only file system.
+    "unix_socket_dir =",
     "auth_type = scram-sha-256",
     "auth_file = /etc/pgbouncer/userlist.txt",
     "pool_mode = session",

@@ -40,7 +40,7 @@ beforeAll(async () => {
   local = swap(local, "listen_addr = 0.0.0.0", "listen_addr = 127.0.0.1");
   local = swap(local, "listen_port = 6432", `listen_port = ${port}`);
   local = swap(local, "auth_file = /etc/pgbouncer/userlist.txt", `auth_file = ${join(dir, "userlist.txt")}`);
-  writeFileSync(join(dir, "pgbouncer.ini"), `${local}unix_socket_dir =\n`, { mode: 0o644 });
+  writeFileSync(join(dir, "pgbouncer.ini"), local, { mode: 0o644 });
   writeFileSync(join(dir, "userlist.txt"), `"${server.username || "postgres"}" "pgbouncer-test"\n`, {
     mode: 0o644,
   });
