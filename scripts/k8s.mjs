@@ -593,7 +593,8 @@ const policy = (name, spec) => ({
  * Nothing moves but what CALLS lists: a default deny both ways, DNS for every pod, then per app its
  * callers (ingress) and its callees (egress), webhooks' POSTs to the internet outside private ranges
  * (the cluster's pod and service addresses must be in them), PgBouncer to PostgreSQL, and the gateway's
- * public port to anyone (its Ingress or load balancer).
+ * public port to anyone (its Ingress or load balancer). DNS is the kube-dns pods of kube-system: a cluster
+ * that answers elsewhere (NodeLocal DNSCache's link-local address) widens that rule.
  */
 function networkPolicies() {
   const apps = [...new Set(CALLS.flatMap((c) => [c.from, c.to]))].sort();
