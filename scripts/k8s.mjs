@@ -338,17 +338,13 @@ function gateway(image) {
   ];
 }
 
-/**
- * NATS with JetStream, three servers that route to each other: a stream with NATS_STREAM_REPLICAS=3
- * survives the loss of one. server_name is the pod's name, which JetStream clustering needs unique and
- * stable; the headless Service publishes not-ready pods so that the routes resolve while the cluster forms.
- */
-function nats(image) {
+/** nats.conf: server_name from the pod, JetStream on the volume, a route to every server. */
+function natsConf() {
   const routes = Array.from(
     { length: NATS.replicas },
     (_, i) => `nats://nats-${i}.${dns("nats")}:${NATS.cluster}`,
   );
-  const conf = [
+  return [
     "server_name: $POD_NAME",
     `listen: 0.0.0.0:${NATS.client}`,
     `http: 0.0.0.0:${NATS.monitor}`,
@@ -367,8 +363,46 @@ function nats(image) {
     "}",
     "",
   ].join("\n");
+}
+
+/** One NATS server: the config from its ConfigMap, its name from the pod, JetStream health as probes. */
+function natsContainer(image) {
   const health = (query, periodSeconds, failureThreshold) =>
     httpProbe(`/healthz${query}`, NATS.monitor, periodSeconds, failureThreshold);
+  return {
+    name: "nats",
+    image,
+    args: ["-c", "/etc/nats/nats.conf"],
+    env: [
+      { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+      // The Go runtime collects before the container's memory limit is reached.
+      { name: "GOMEMLIMIT", value: "900MiB" },
+    ],
+    ports: [
+      { name: "client", containerPort: NATS.client },
+      { name: "cluster", containerPort: NATS.cluster },
+      { name: "monitor", containerPort: NATS.monitor },
+    ],
+    resources: { requests: { cpu: "200m", memory: "256Mi" }, limits: { cpu: "1", memory: "1Gi" } },
+    startupProbe: health("", 5, 60),
+    readinessProbe: health("", 5, 2),
+    // Alive is JetStream running: a cluster without quorum is not fixed by a restart.
+    livenessProbe: health("?js-enabled-only=true", 10, 3),
+    securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+    volumeMounts: [
+      { name: "config", mountPath: "/etc/nats" },
+      { name: "data", mountPath: "/data" },
+    ],
+  };
+}
+
+/**
+ * NATS with JetStream, three servers that route to each other: a stream with NATS_STREAM_REPLICAS=3
+ * survives the loss of one. server_name is the pod's name, which JetStream clustering needs unique and
+ * stable; the headless Service publishes not-ready pods so that the routes resolve while the cluster forms.
+ */
+function nats(image) {
+  const conf = natsConf();
   const statefulSet = {
     apiVersion: "apps/v1",
     kind: "StatefulSet",
@@ -385,33 +419,7 @@ function nats(image) {
           terminationGracePeriodSeconds: 60,
           automountServiceAccountToken: false,
           securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 },
-          containers: [
-            {
-              name: "nats",
-              image,
-              args: ["-c", "/etc/nats/nats.conf"],
-              env: [
-                { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
-                // The Go runtime collects before the container's memory limit is reached.
-                { name: "GOMEMLIMIT", value: "900MiB" },
-              ],
-              ports: [
-                { name: "client", containerPort: NATS.client },
-                { name: "cluster", containerPort: NATS.cluster },
-                { name: "monitor", containerPort: NATS.monitor },
-              ],
-              resources: { requests: { cpu: "200m", memory: "256Mi" }, limits: { cpu: "1", memory: "1Gi" } },
-              startupProbe: health("", 5, 60),
-              readinessProbe: health("", 5, 2),
-              // Alive is JetStream running: a cluster without quorum is not fixed by a restart.
-              livenessProbe: health("?js-enabled-only=true", 10, 3),
-              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
-              volumeMounts: [
-                { name: "config", mountPath: "/etc/nats" },
-                { name: "data", mountPath: "/data" },
-              ],
-            },
-          ],
+          containers: [natsContainer(image)],
           volumes: [{ name: "config", configMap: { name: "nats-config" } }],
         },
       },
@@ -450,13 +458,9 @@ function nats(image) {
   ];
 }
 
-/**
- * PgBouncer in session mode in front of the external PostgreSQL: the services keep named prepared
- * statements for the life of a connection, which transaction mode cannot follow (PgBouncer 1.18). A pool
- * per database of 30 holds every client of the busiest database at maxReplicas (6 × DATABASE_POOL_MAX).
- */
-function pgbouncer(image) {
-  const ini = [
+/** pgbouncer.ini: every database of the one PostgreSQL server, session mode. */
+function pgbouncerIni() {
+  return [
     "[databases]",
     // Every database on the one server (each service creates and migrates its own), found through the
     // ExternalName Service "postgres" the operator creates (README.md).
@@ -478,6 +482,15 @@ function pgbouncer(image) {
     "ignore_startup_parameters = extra_float_digits",
     "",
   ].join("\n");
+}
+
+/**
+ * PgBouncer in session mode in front of the external PostgreSQL: the services keep named prepared
+ * statements for the life of a connection, which transaction mode cannot follow (PgBouncer 1.18). A pool
+ * per database of 30 holds every client of the busiest database at maxReplicas (6 × DATABASE_POOL_MAX).
+ */
+function pgbouncer(image) {
+  const ini = pgbouncerIni();
   const template = {
     metadata: { labels: labels("pgbouncer") },
     spec: {
