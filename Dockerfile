@@ -1,4 +1,6 @@
-# One image recipe for every service: docker build --build-arg SERVICE=crm .
+# One image recipe for every service: docker build --build-arg SERVICE=crm . The image holds every service;
+# SERVICE (the build argument's value by default, the gateway without it) picks the one a container runs, so one
+# image serves them all on Kubernetes, where each Deployment sets SERVICE (deploy/k8s).
 
 # Only the package manifests, at their paths: the npm ci below is then cached until one of them changes,
 # instead of running again for every change of a source file.
@@ -28,7 +30,7 @@ RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/packages ./packages
 COPY --from=build /app/services ./services
 # Declared after the install so that the images of all services share the layers above.
-ARG SERVICE
+ARG SERVICE=gateway
 RUN test -f "services/${SERVICE}/dist/main.js" || { echo "build with --build-arg SERVICE=<service name>"; exit 1; }
 ENV SERVICE=${SERVICE}
 USER node

@@ -23,6 +23,30 @@ describe("JetStream helpers (DESIGN: one place for streams and consumers)", () =
     expect(info.config.storage).toBe("file");
   });
 
+  it("NATS_STREAM_REPLICAS: the number of replicas reaches every stream's config (1 on a lone server)", async () => {
+    await ensureStreams(nc, names, ["EVENTS"], { replicas: 1 });
+    const info = await (await jetstreamManager(nc)).streams.info(names.stream("EVENTS"));
+    expect(info.config.num_replicas).toBe(1);
+  });
+
+  it("NATS_STREAM_REPLICAS above 1 on a server that is not clustered fails at once, naming the setting, and leaves an existing stream as it was", async () => {
+    const jsm = await jetstreamManager(nc);
+    // A stream that exists (the server would store the new count without keeping it) and one to create.
+    const fresh = naming(`${process.env.FUNIL_TEST_ENV}_unit_bus_r3`);
+    for (const [n, stream] of [
+      [names, "EVENTS"],
+      [fresh, "INGEST"],
+    ] as const) {
+      const started = Date.now();
+      await expect(ensureStreams(nc, n, [stream], { replicas: 3 })).rejects.toThrow(
+        /^NATS_STREAM_REPLICAS=3: NATS cannot keep stream \S+ on 3 servers .*a lone server keeps 1/,
+      );
+      expect(Date.now() - started).toBeLessThan(2000);
+    }
+    expect((await jsm.streams.info(names.stream("EVENTS"))).config.num_replicas).toBe(1);
+    await expect(jsm.streams.info(fresh.stream("INGEST"))).rejects.toThrow(/not found/);
+  });
+
   it("a publish with the same message id inside the duplicate window is stored once", async () => {
     const publish = publisher(nc);
     const subject = names.subject("events.dedup.test");

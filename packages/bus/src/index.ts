@@ -85,33 +85,73 @@ export function watchBus(
 }
 export type BusWatch = ReturnType<typeof watchBus>;
 
-/** Creates (or updates to the current definition) the streams, with the FUNIL_ENV naming. */
+/** How the streams are kept: the number of servers that store each (NATS_STREAM_REPLICAS). */
+export interface StreamOptions {
+  /** Copies of every stream in a JetStream cluster (1..5; default 1, the only value a lone server takes). */
+  replicas?: number;
+}
+
+/**
+ * Creates the streams with the FUNIL_ENV naming, or updates them to the current definition: a stream
+ * kept with another number of replicas is moved to the new number by the JetStream cluster itself
+ * (JetStream adds or drops copies in place, messages kept). A number the server cannot keep (more than
+ * one on a server that is not clustered, more than the cluster has) stops the start with a message that
+ * says so, rather than a service running without its streams.
+ */
 export async function ensureStreams(
   nc: NatsConnection,
   naming: Naming,
   names: StreamName[] = Object.keys(STREAMS) as StreamName[],
+  options: StreamOptions = {},
 ) {
   const jsm = await jetstreamManager(nc);
+  const replicas = options.replicas ?? 1;
   for (const key of names) {
     const config = {
       name: naming.stream(key),
       subjects: STREAMS[key].subjects.map((s) => naming.subject(s)),
       storage: StorageType.File,
       duplicate_window: nanos(2 * 60_000),
+      num_replicas: replicas,
     };
-    try {
-      await jsm.streams.info(config.name);
-      await jsm.streams.update(config.name, config);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      try {
-        await jsm.streams.add(config);
-      } catch (addErr) {
-        // Another process created it between our info and add.
-        if (!/already in use|exists/i.test(String(addErr))) throw addErr;
-      }
-    }
+    await putStream(jsm, config).catch((err) => {
+      throw replicasError(err, config.name, replicas);
+    });
   }
+}
+
+type Jsm = Awaited<ReturnType<typeof jetstreamManager>>;
+
+/** Creates the stream, or updates it to `config`. */
+async function putStream(jsm: Jsm, config: Parameters<Jsm["streams"]["add"]>[0] & { name: string }) {
+  try {
+    const current = await jsm.streams.info(config.name);
+    // A server that is not clustered takes an update to more replicas without a word and keeps one copy
+    // (only a clustered stream's info names its cluster): refused here, before the update is stored.
+    if ((config.num_replicas ?? 1) > 1 && !current.cluster) throw new Error("the server is not clustered");
+    await jsm.streams.update(config.name, config);
+    return;
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  try {
+    await jsm.streams.add(config);
+  } catch (err) {
+    // Another process created it between our info and add.
+    if (!/already in use|exists/i.test(String(err))) throw err;
+  }
+}
+
+/** The server's refusal of a replica count, restated with the setting that asked for it. */
+function replicasError(err: unknown, stream: string, replicas: number): unknown {
+  const message = String((err as Error)?.message ?? err);
+  if (replicas <= 1 || !/replica|clustered|insufficient resources|no suitable peers/i.test(message))
+    return err;
+  return new Error(
+    `NATS_STREAM_REPLICAS=${replicas}: NATS cannot keep stream ${stream} on ${replicas} servers ` +
+      `(${message}); a lone server keeps 1, a JetStream cluster at most as many as it has servers`,
+    { cause: err },
+  );
 }
 
 function isNotFound(err: unknown): boolean {

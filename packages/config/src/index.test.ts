@@ -10,6 +10,7 @@ describe("configuration (DESIGN: parsed once with zod; a bad value names the var
       DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
       REDIS_URL: "redis://127.0.0.1:6379",
       NATS_URL: "nats://127.0.0.1:4222",
+      NATS_STREAM_REPLICAS: 1,
       CRM_PORT: 7001,
     });
   });
@@ -18,6 +19,9 @@ describe("configuration (DESIGN: parsed once with zod; a bad value names the var
     expect(() => loadConfig(schema, { CRM_PORT: "abc" })).toThrow(ConfigError);
     expect(() => loadConfig(schema, { CRM_PORT: "abc" })).toThrow(/CRM_PORT/);
     expect(() => loadConfig(schema, { FUNIL_ENV: "Bad Env" })).toThrow(/FUNIL_ENV/);
+    // JetStream keeps 1 to 5 copies of a stream.
+    for (const bad of ["0", "6", "two"])
+      expect(() => loadConfig(schema, { NATS_STREAM_REPLICAS: bad })).toThrow(/NATS_STREAM_REPLICAS/);
   });
 
   it("API §13 FUNIL_ENV: databases funil_<env>_<service>, streams <ENV>_<NAME>, subjects prefixed <env>.", () => {

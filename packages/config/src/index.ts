@@ -14,6 +14,8 @@ export const baseEnv = z.object({
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
   REDIS_URL: z.url().default("redis://127.0.0.1:6379"),
   NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
+  /** Servers of a JetStream cluster that keep a copy of every stream: 1 on a lone server, 3 on Kubernetes. */
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /**
    * Secrets that sign list cursors, comma-separated: the first signs new cursors, every one verifies

@@ -42,6 +42,7 @@ export interface ServiceConfig {
   DATABASE_POOL_MAX: number;
   DATABASE_URL: string;
   NATS_URL: string;
+  NATS_STREAM_REPLICAS: number;
   LOG_LEVEL: string;
   HOST: string;
   CURSOR_KEYS?: string[] | undefined;
@@ -84,7 +85,7 @@ export async function startService(opts: {
   });
   await migrate(sql, opts.migrations);
   const nc = await connectBus(config.NATS_URL, name);
-  await ensureStreams(nc, names);
+  await ensureStreams(nc, names, undefined, { replicas: config.NATS_STREAM_REPLICAS });
 
   const infra: Infra = {
     config,
