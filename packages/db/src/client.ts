@@ -23,46 +23,78 @@ function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
+/** How a process's pool to its database behaves. */
+export interface PoolOptions {
+  /** Connections the pool may hold at once (DATABASE_POOL_MAX); LISTEN adds one of its own. */
+  max?: number;
+  /** Seconds a connection may sit idle before it is closed (DATABASE_IDLE_TIMEOUT_S; 0: never). */
+  idleTimeoutS?: number;
+  /** Plan every statement afresh (see openDatabase). */
+  customPlans?: boolean;
+}
+
+/** The pool size and idle release when the caller gives none: the configuration's defaults. */
+const POOL_DEFAULTS = { max: 5, idleTimeoutS: 30 } as const;
+
 /**
  * Opens the service's own database on the server of `serverUrl`, creating it
  * when it does not exist yet (several processes may race to create it).
+ *
+ * Connections are a budget shared by every process on the server: the pool
+ * opens them on demand up to `max`, closes one that sat idle `idleTimeoutS`
+ * seconds, and replaces each after 30-60 minutes (postgres.js' max_lifetime,
+ * spread so that a pool's connections do not all reconnect at once).
+ * application_name is the database's name, `:setup` for the short-lived
+ * connection that creates it, so pg_stat_activity shows who holds what.
  *
  * `customPlans`: every statement is planned for its parameters and its
  * tables as they are now (plan_cache_mode = force_custom_plan), never by a
  * generic plan cached from earlier executions. For a table that grows fast
  * from (nearly) empty: a generic plan made while it held a few rows, or while
  * its statistics said so until autovacuum's next ANALYZE, reads it whole at
- * every execution.
+ * every execution. It is the database's own default (ALTER DATABASE … SET),
+ * not a startup parameter: PgBouncer refuses startup parameters it does not
+ * know, and every session of the database gets it, whichever pooler made it.
  */
-export async function openDatabase(
-  serverUrl: string,
-  database: string,
-  opts: { max?: number; customPlans?: boolean } = {},
-) {
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+export async function openDatabase(serverUrl: string, database: string, opts: PoolOptions = {}) {
+  await prepareDatabase(serverUrl, database, opts.customPlans ?? false);
+  return postgres(withDatabase(serverUrl, database), {
+    max: opts.max ?? POOL_DEFAULTS.max,
+    // postgres.js reads 0 as "never".
+    idle_timeout: opts.idleTimeoutS ?? POOL_DEFAULTS.idleTimeoutS,
+    transform: postgres.camel,
+    // Named prepared statements (postgres.js' default, kept on purpose): bench/ measured that without
+    // them a single read costs PostgreSQL and crm about 100 µs more each. A connection closed when idle
+    // takes its statements with it; the next one prepares them again at first use.
+    prepare: true,
+    onnotice: () => {},
+    connection: { application_name: database },
+  });
+}
+
+/**
+ * Creates `database` unless it exists, and makes custom plans its default when asked, through one
+ * connection to the server's default database.
+ */
+async function prepareDatabase(serverUrl: string, database: string, customPlans: boolean): Promise<void> {
+  const admin = postgres(serverUrl, {
+    max: 1,
+    onnotice: () => {},
+    connection: { application_name: `${database}:setup` },
+  });
+  const name = `"${database.replace(/"/g, '""')}"`;
   try {
     const rows = await admin`select 1 from pg_database where datname = ${database}`;
     if (rows.length === 0) {
       try {
-        await admin.unsafe(`create database "${database.replace(/"/g, '""')}"`);
+        await admin.unsafe(`create database ${name}`);
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (code !== DUPLICATE_DATABASE && code !== UNIQUE_VIOLATION) throw err;
       }
     }
+    if (customPlans) await admin.unsafe(`alter database ${name} set plan_cache_mode = force_custom_plan`);
   } finally {
     await admin.end({ timeout: 5 });
   }
-  return postgres(withDatabase(serverUrl, database), {
-    max: opts.max ?? 10,
-    transform: postgres.camel,
-    // Named prepared statements (postgres.js' default, kept on purpose): bench/ measured that without
-    // them a single read costs PostgreSQL and crm about 100 µs more each.
-    prepare: true,
-    onnotice: () => {},
-    connection: {
-      application_name: database,
-      ...(opts.customPlans ? { plan_cache_mode: "force_custom_plan" } : {}),
-    },
-  });
 }

@@ -39,6 +39,7 @@ export interface Infra {
 export interface ServiceConfig {
   FUNIL_ENV?: string | undefined;
   DATABASE_POOL_MAX: number;
+  DATABASE_IDLE_TIMEOUT_S: number;
   DATABASE_URL: string;
   NATS_URL: string;
   LOG_LEVEL: string;
@@ -77,6 +78,7 @@ export async function startService(opts: {
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database(name), {
     max: config.DATABASE_POOL_MAX,
+    idleTimeoutS: config.DATABASE_IDLE_TIMEOUT_S,
     customPlans: opts.customPlans,
   });
   await migrate(sql, opts.migrations);
