@@ -11,10 +11,10 @@ export const baseEnv = z.object({
     .optional(),
   DATABASE_URL: z.url().default("postgres://postgres@127.0.0.1:5432/postgres"),
   /**
-   * Connections each process's pool may hold open to its database (a service's LISTEN takes one more).
-   * 5: a default stack then needs at most 35 of PostgreSQL's 100 (README "Connections").
+   * Connections each process's request pool may hold open to its database; a service's outbox relay
+   * holds two more. 3: a default stack then needs at most 28 of PostgreSQL's 100 (README "Connections").
    */
-  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(5),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(3),
   /** Seconds an idle pooled connection stays open before it is released (0: kept until the process ends). */
   DATABASE_IDLE_TIMEOUT_S: z.coerce.number().int().min(0).max(86_400).default(30),
   REDIS_URL: z.url().default("redis://127.0.0.1:6379"),

@@ -25,27 +25,21 @@ function withDatabase(url: string, database: string): string {
 
 /** How a process's pool to its database behaves. */
 export interface PoolOptions {
-  /** Connections the pool may hold at once (DATABASE_POOL_MAX); LISTEN adds one of its own. */
+  /** Connections the pool may hold at once (DATABASE_POOL_MAX); a LISTEN on it adds one of its own. */
   max?: number;
   /** Seconds a connection may sit idle before it is closed (DATABASE_IDLE_TIMEOUT_S; 0: never). */
   idleTimeoutS?: number;
-  /** Plan every statement afresh (see openDatabase). */
-  customPlans?: boolean;
+  /** What pg_stat_activity shows as application_name (default: the database's name). */
+  applicationName?: string;
 }
 
 /** The pool size and idle release when the caller gives none: the configuration's defaults. */
-const POOL_DEFAULTS = { max: 5, idleTimeoutS: 30 } as const;
+const POOL_DEFAULTS = { max: 3, idleTimeoutS: 30 } as const;
 
 /**
  * Opens the service's own database on the server of `serverUrl`, creating it
- * when it does not exist yet (several processes may race to create it).
- *
- * Connections are a budget shared by every process on the server: the pool
- * opens them on demand up to `max`, closes one that sat idle `idleTimeoutS`
- * seconds, and replaces each after 30-60 minutes (postgres.js' max_lifetime,
- * spread so that a pool's connections do not all reconnect at once).
- * application_name is the database's name, `:setup` for the short-lived
- * connection that creates it, so pg_stat_activity shows who holds what.
+ * when it does not exist yet (several processes may race to create it), and
+ * returns its pool (openPool).
  *
  * `customPlans`: every statement is planned for its parameters and its
  * tables as they are now (plan_cache_mode = force_custom_plan), never by a
@@ -54,10 +48,27 @@ const POOL_DEFAULTS = { max: 5, idleTimeoutS: 30 } as const;
  * its statistics said so until autovacuum's next ANALYZE, reads it whole at
  * every execution. It is the database's own default (ALTER DATABASE … SET),
  * not a startup parameter: PgBouncer refuses startup parameters it does not
- * know, and every session of the database gets it, whichever pooler made it.
+ * know, and every session of the database gets it, whichever pool opened it.
  */
-export async function openDatabase(serverUrl: string, database: string, opts: PoolOptions = {}) {
+export async function openDatabase(
+  serverUrl: string,
+  database: string,
+  opts: PoolOptions & { customPlans?: boolean } = {},
+) {
   await prepareDatabase(serverUrl, database, opts.customPlans ?? false);
+  return openPool(serverUrl, database, opts);
+}
+
+/**
+ * A pool on an existing database. Connections are a budget shared by every
+ * process on the server: the pool opens them on demand up to `max`, closes
+ * one that sat idle `idleTimeoutS` seconds, and replaces each after 30-60
+ * minutes (postgres.js' max_lifetime, spread so that a pool's connections do
+ * not all reconnect at once). postgres.js hands a query the connection that
+ * has been idle the longest, so work that runs every few seconds keeps up to
+ * idleTimeoutS / period connections open: such work gets a pool of its own.
+ */
+export function openPool(serverUrl: string, database: string, opts: PoolOptions = {}): Sql {
   return postgres(withDatabase(serverUrl, database), {
     max: opts.max ?? POOL_DEFAULTS.max,
     // postgres.js reads 0 as "never".
@@ -68,7 +79,7 @@ export async function openDatabase(serverUrl: string, database: string, opts: Po
     // takes its statements with it; the next one prepares them again at first use.
     prepare: true,
     onnotice: () => {},
-    connection: { application_name: database },
+    connection: { application_name: opts.applicationName ?? database },
   });
 }
 
