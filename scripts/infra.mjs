@@ -184,7 +184,13 @@ export async function startPgBouncer({
   child.once("error", (err) => {
     exited.code = err.message;
   });
-  await waitListening("PgBouncer", "127.0.0.1", listenPort, logFile, exited);
+  try {
+    await waitListening("PgBouncer", "127.0.0.1", listenPort, logFile, exited);
+  } catch (err) {
+    // One that neither answered nor exited is not left behind.
+    if (exited.code === undefined) child.kill("SIGKILL");
+    throw err;
+  }
   upstream.hostname = "127.0.0.1";
   upstream.port = String(listenPort);
   return {
