@@ -16,8 +16,8 @@ const RESERVED = 3;
 /** What a default `npm start` stack may hold at most (README "Connections"). */
 const DEFAULT_STACK_BUDGET = 28;
 /**
- * What the test files themselves hold beside the stacks (their probes and the pools of the tests that
- * open a service's database directly): measured at 6 at most, counted as 10.
+ * What the test files themselves hold beside the stacks: a probe, and the pools of the tests that open a
+ * service's database directly (3 by default, fewer where they say).
  */
 const TEST_CLIENTS = 10;
 /** Left free when both run: psql sessions, a migration by hand, a stack's restarts. */
