@@ -79,4 +79,20 @@ describe("openDatabase: connections are a budget", () => {
       await Promise.all([sql.end(), plain.end()]);
     }
   });
+
+  it("copies starting together all open the database, create it once and set its plans once", async () => {
+    const database = names.database("race");
+    await probe.unsafe(`drop database if exists "${database}" with (force)`);
+    const pools = await Promise.all(
+      Array.from({ length: 4 }, () => openDatabase(server, database, { customPlans: true, max: 1 })),
+    );
+    try {
+      const answers = await Promise.all(
+        pools.map((sql) => sql<{ planCacheMode: string }[]>`show plan_cache_mode`),
+      );
+      expect(answers.map(([row]) => row!.planCacheMode)).toEqual(Array(4).fill("force_custom_plan"));
+    } finally {
+      await Promise.all(pools.map((sql) => sql.end()));
+    }
+  });
 });

@@ -17,6 +17,9 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return (err as { code?: string })?.code === FOREIGN_KEY_VIOLATION;
 }
 
+/** A name as a quoted SQL identifier. */
+const identifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
 function withDatabase(url: string, database: string): string {
   const u = new URL(url);
   u.pathname = `/${database}`;
@@ -93,19 +96,37 @@ async function prepareDatabase(serverUrl: string, database: string, customPlans:
     onnotice: () => {},
     connection: { application_name: `${database}:setup` },
   });
-  const name = `"${database.replace(/"/g, '""')}"`;
   try {
     const rows = await admin`select 1 from pg_database where datname = ${database}`;
     if (rows.length === 0) {
       try {
-        await admin.unsafe(`create database ${name}`);
+        await admin.unsafe(`create database ${identifier(database)}`);
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (code !== DUPLICATE_DATABASE && code !== UNIQUE_VIOLATION) throw err;
       }
     }
-    if (customPlans) await admin.unsafe(`alter database ${name} set plan_cache_mode = force_custom_plan`);
+    if (customPlans) await planAfresh(admin, database);
   } finally {
     await admin.end({ timeout: 5 });
+  }
+}
+
+/** Makes force_custom_plan `database`'s default, unless it already is. */
+async function planAfresh(admin: Sql, database: string): Promise<void> {
+  const isSet = async () =>
+    (
+      await admin`
+        select 1 from pg_db_role_setting s join pg_database d on d.oid = s.setdatabase
+        where d.datname = ${database} and s.setrole = 0
+          and 'plan_cache_mode=force_custom_plan' = any(s.setconfig)`
+    ).length > 0;
+  if (await isSet()) return;
+  try {
+    await admin.unsafe(`alter database ${identifier(database)} set plan_cache_mode = force_custom_plan`);
+  } catch (err) {
+    // Copies starting together update the same catalog row ("tuple concurrently updated"): the one that
+    // lost finds the setting made by the other.
+    if (!(await isSet())) throw err;
   }
 }
