@@ -3,9 +3,10 @@ import { defineConfig } from "vitest/config";
 // The FUNIL_ENV of the test run (databases, streams, subjects): FUNIL_TEST_ENV lets two checkouts on one
 // machine run their suites at once without dropping each other's databases.
 process.env.FUNIL_TEST_ENV ||= "test";
-// Every stack a test starts (the main one, the chaos one, gateway copies) runs six or seven processes on
-// one PostgreSQL server with max_connections 100: small pools keep the whole run well under it.
-process.env.DATABASE_POOL_MAX ||= "4";
+// Every stack a test starts (the run's own, the chaos and PgBouncer ones) runs six processes on one
+// PostgreSQL server with max_connections 100, beside a developer's `npm start`: with pools of 2 a stack
+// holds at most 22 connections (README "Connections", tests/e2e/connections.test.ts).
+process.env.DATABASE_POOL_MAX ||= "2";
 
 export default defineConfig({
   test: {

@@ -16,9 +16,9 @@ import { encodeCursor } from "@funil/rpc";
 import Fastify from "fastify";
 import postgres from "postgres";
 
-// The services' pool size and options (DATABASE_POOL_MAX, default 10, as packages/config reads it).
+// The services' pool size and options (DATABASE_POOL_MAX, default 3, as packages/config reads it).
 const options = {
-  max: Number(process.env.DATABASE_POOL_MAX || 10),
+  max: Number(process.env.DATABASE_POOL_MAX || 3),
   transform: postgres.camel,
   onnotice: () => {},
 };

@@ -174,7 +174,9 @@ try {
 
   const redisPid = await redisServerPid(env.REDIS_URL);
   const backends = async (apps) =>
-    (await server`select pid from pg_stat_activity where application_name = any(${apps})`).map((r) => r.pid);
+    (
+      await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = any(${apps})`
+    ).map((r) => r.pid);
   const groupsNow = async () => {
     const [stackPg, barePg] = await Promise.all([
       backends(["crm", "timeline", "gateway"].map((name) => `funil_${opts.funilEnv}_${name}`)),

@@ -21,9 +21,9 @@ import { freeSlots, placeOnGrid, slotRange } from "../services/scheduling/dist/s
 import { appointmentStore } from "../services/scheduling/dist/store/appointments.js";
 import { calendarStore } from "../services/scheduling/dist/store/calendars.js";
 
-// The services' pool size and options (DATABASE_POOL_MAX, default 10, as packages/config reads it).
+// The services' pool size and options (DATABASE_POOL_MAX, default 3, as packages/config reads it).
 const options = {
-  max: Number(process.env.DATABASE_POOL_MAX || 10),
+  max: Number(process.env.DATABASE_POOL_MAX || 3),
   transform: postgres.camel,
   onnotice: () => {},
 };

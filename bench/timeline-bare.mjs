@@ -12,9 +12,9 @@ import Fastify from "fastify";
 import postgres from "postgres";
 import { interactionStore } from "../services/timeline/dist/store/interactions.js";
 
-// The services' pool size and options (packages/db openDatabase, DATABASE_POOL_MAX default 10).
+// The services' pool size and options (packages/db openDatabase, DATABASE_POOL_MAX default 3).
 const sql = postgres(process.env.BARE_TIMELINE_DB, {
-  max: Number(process.env.DATABASE_POOL_MAX || 10),
+  max: Number(process.env.DATABASE_POOL_MAX || 3),
   transform: postgres.camel,
   prepare: true,
   onnotice: () => {},

@@ -80,7 +80,9 @@ async function call(method, path, body, key) {
 const usage = (pid) => ({ cpuUs: (cpuSeconds(pid) ?? 0) * 1e6, rssMiB: rssMb(pid) ?? 0 });
 /** PostgreSQL backends of the given application names. */
 const backends = async (apps) =>
-  (await server`select pid from pg_stat_activity where application_name = any(${apps})`).map((r) => r.pid);
+  (
+    await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = any(${apps})`
+  ).map((r) => r.pid);
 
 /** Starts the bare baseline as its own process; resolves to { pid, url, stop } once it listens. */
 async function startBare() {

@@ -233,7 +233,7 @@ async function phase(name, hanging, events) {
   }
   const expected = events * fastPaths.length;
   webhooksPg = (
-    await server`select pid from pg_stat_activity where application_name = ${`funil_${ENV}_webhooks`}`
+    await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = ${`funil_${ENV}_webhooks`}`
   ).map((r) => r.pid);
   const js = jetstream(nc);
   const w = watch(pids);

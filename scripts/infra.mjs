@@ -116,6 +116,127 @@ export async function stopPrivateInfra(dataDir = path.join(ROOT, ".data")) {
   return stopped;
 }
 
+/**
+ * The pgbouncer program. Where it is missing and this process may install packages (root on Debian), it
+ * installs Debian's package (apt-get install pgbouncer) without starting its system service: a private
+ * instance (startPgBouncer) is what the stack talks to.
+ */
+export async function ensurePgBouncer({ log = (msg) => console.log(msg) } = {}) {
+  try {
+    return findProgram("pgbouncer", "pgbouncer");
+  } catch (err) {
+    if (!isRoot() || !fs.existsSync("/usr/bin/apt-get")) throw err;
+  }
+  log("PgBouncer: not installed; installing Debian's package pgbouncer");
+  // invoke-rc.d asks policy-rc.d whether the package may start its service: 101 says no.
+  const policy = "/usr/sbin/policy-rc.d";
+  const ownPolicy = !fs.existsSync(policy);
+  if (ownPolicy) fs.writeFileSync(policy, "#!/bin/sh\nexit 101\n", { mode: 0o755 });
+  const apt = (args) =>
+    run("apt-get", args, { env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }).then(
+      () => "",
+      (err) => [err.stdout, err.stderr].filter(Boolean).join("\n").trim() || err.message,
+    );
+  try {
+    // The package lists may be missing or stale (a fresh container): refresh them once and retry.
+    let failure = await apt(["install", "-y", "pgbouncer"]);
+    if (failure) failure = (await apt(["update"])) || (await apt(["install", "-y", "pgbouncer"]));
+    if (failure) throw new Error(`apt-get install pgbouncer failed: ${failure}`);
+  } finally {
+    if (ownPolicy) fs.rmSync(policy, { force: true });
+  }
+  return findProgram("pgbouncer", "pgbouncer");
+}
+
+/**
+ * Starts a private PgBouncer in session mode on `port` (0: a free one) in front of the PostgreSQL server
+ * of databaseUrl, with its ini in dir (a new temporary folder by default). Every database name passes
+ * through to that server (a `*` entry), as its user, so services create and open their databases through
+ * it as they would directly. poolSize bounds the server connections per database.
+ * Resolves to { url, port, pid, stop } once it accepts connections; url is databaseUrl through it.
+ */
+export async function startPgBouncer({
+  databaseUrl = DEFAULT_URLS.databaseUrl,
+  port = 0,
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "funil-pgbouncer-")),
+  poolSize = 20,
+  log = (msg) => console.log(msg),
+} = {}) {
+  const program = await ensurePgBouncer({ log });
+  const upstream = new URL(databaseUrl);
+  const { host, port: upstreamPort } = hostPort(databaseUrl, 5432);
+  const user = decodeURIComponent(upstream.username) || "postgres";
+  const listenPort = port || (await freePort());
+  const ini = path.join(dir, "pgbouncer.ini");
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(ini, pgBouncerIni({ host, port: upstreamPort, user, listenPort, poolSize }));
+  // PgBouncer refuses to run as root: it drops to the postgres user, who must read the ini.
+  if (isRoot()) await run("chown", ["-R", "postgres:postgres", dir]);
+  const args = isRoot() ? ["-u", "postgres", ini] : [ini];
+  const child = spawn(program, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const logFile = path.join(dir, "pgbouncer.log");
+  const logStream = fs.createWriteStream(logFile);
+  child.stderr.pipe(logStream);
+  const exited = {};
+  child.once("exit", (code, signal) => {
+    exited.code = code ?? signal;
+  });
+  child.once("error", (err) => {
+    exited.code = err.message;
+  });
+  try {
+    await waitListening("PgBouncer", "127.0.0.1", listenPort, logFile, exited);
+  } catch (err) {
+    // One that neither answered nor exited is not left behind.
+    if (exited.code === undefined) child.kill("SIGKILL");
+    throw err;
+  }
+  upstream.hostname = "127.0.0.1";
+  upstream.port = String(listenPort);
+  return {
+    url: upstream.toString(),
+    port: listenPort,
+    pid: child.pid,
+    async stop() {
+      if (exited.code === undefined) {
+        const gone = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGTERM");
+        await gone;
+      }
+      logStream.end();
+    },
+  };
+}
+
+function pgBouncerIni({ host, port, user, listenPort, poolSize }) {
+  return `[databases]
+* = host=${host} port=${port} user=${user}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = ${listenPort}
+unix_socket_dir =
+; The forced user of the * entry logs in; PostgreSQL authenticates it as it would the services.
+auth_type = any
+; Session mode: the services keep named prepared statements on their connections.
+pool_mode = session
+default_pool_size = ${poolSize}
+max_client_conn = 1000
+server_reset_query = DISCARD ALL
+`;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 function hostPort(url, defaultPort) {
   const parsed = new URL(url);
   return {

@@ -10,8 +10,13 @@ export const baseEnv = z.object({
     .regex(/^[a-z][a-z0-9_]{0,30}$/, "lower-case letters, digits and _ only")
     .optional(),
   DATABASE_URL: z.url().default("postgres://postgres@127.0.0.1:5432/postgres"),
-  /** Connections each process may hold open to its database. */
-  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
+  /**
+   * Connections each process's request pool may hold open to its database; a service's outbox relay
+   * holds two more. 3: a default stack then needs at most 28 of PostgreSQL's 100 (README "Connections").
+   */
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(3),
+  /** Seconds an idle pooled connection stays open before it is released (0: kept until the process ends). */
+  DATABASE_IDLE_TIMEOUT_S: z.coerce.number().int().min(0).max(86_400).default(30),
   REDIS_URL: z.url().default("redis://127.0.0.1:6379"),
   NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
   /** Servers of a JetStream cluster that keep a copy of every stream: 1 on a lone server, 3 on Kubernetes. */

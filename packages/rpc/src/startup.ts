@@ -11,6 +11,7 @@ import { type Clock, createLogger, type Logger, type Naming, naming } from "@fun
 import {
   migrate,
   openDatabase,
+  openPool,
   type Sql,
   startIdempotencyCleanup,
   startOutboxRelay,
@@ -40,6 +41,7 @@ export interface Infra {
 export interface ServiceConfig {
   FUNIL_ENV?: string | undefined;
   DATABASE_POOL_MAX: number;
+  DATABASE_IDLE_TIMEOUT_S: number;
   DATABASE_URL: string;
   NATS_URL: string;
   NATS_STREAM_REPLICAS: number;
@@ -81,9 +83,16 @@ export async function startService(opts: {
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database(name), {
     max: config.DATABASE_POOL_MAX,
+    idleTimeoutS: config.DATABASE_IDLE_TIMEOUT_S,
     customPlans: opts.customPlans,
   });
   await migrate(sql, opts.migrations);
+  // The outbox relay polls every half second: on a pool of its own (its poll and its LISTEN), it does not
+  // keep the request pool's idle connections open, and a slow publish never holds a request's connection.
+  const relaySql = openPool(config.DATABASE_URL, names.database(name), {
+    max: 1,
+    applicationName: `${names.database(name)}:relay`,
+  });
   const nc = await connectBus(config.NATS_URL, name);
   await ensureStreams(nc, names, undefined, { replicas: config.NATS_STREAM_REPLICAS });
 
@@ -107,7 +116,7 @@ export async function startService(opts: {
   });
   // An outage is one line when it starts and one when it ends, without a stack: not a bug.
   const relay = startOutboxRelay({
-    sql,
+    sql: relaySql,
     publish: publisher(nc),
     onError: (err) => log.warn({ cause: causeOf(err) }, "outbox relay: publish failing, retrying"),
     onRecover: (r) => log.info(r, "outbox relay: publishing again"),
@@ -134,7 +143,7 @@ export async function startService(opts: {
       idempotencyCleanup.stop();
       await relay.stop();
       await nc.drain();
-      await sql.end({ timeout: 5 });
+      await Promise.all([sql.end({ timeout: 5 }), relaySql.end({ timeout: 5 })]);
     },
   };
 }

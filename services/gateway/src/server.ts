@@ -19,6 +19,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"), {
     max: config.DATABASE_POOL_MAX,
+    idleTimeoutS: config.DATABASE_IDLE_TIMEOUT_S,
   });
   await migrate(sql, migrations);
   const redis = openRedis(config.REDIS_URL, log);
