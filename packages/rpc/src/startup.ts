@@ -43,6 +43,7 @@ export interface ServiceConfig {
   NATS_URL: string;
   LOG_LEVEL: string;
   HOST: string;
+  RPC_MAX_CONNECTION_AGE_MS?: number;
 }
 
 export interface Wired {
@@ -114,6 +115,7 @@ export async function startService(opts: {
     host: config.HOST,
     log,
     routes: wired.routes,
+    maxConnectionAgeMs: config.RPC_MAX_CONNECTION_AGE_MS,
     health: { service: name, sql, bus, relay, consumers: wired.consumers, dependencies: wired.dependencies },
   });
   log.info({ port: server.port }, `${name} listening`);
