@@ -33,7 +33,7 @@ import { headerObject, toHeaders } from "./headers.js";
  * for a one-message body and a deadline timer linked through abort events: measured in bench/, that was
  * a fifth of the gateway's CPU per read. Here a call costs one stream and one timer; Headers objects are
  * made only when an interceptor or an error reads them. Streaming methods (none yet) go through
- * connect-node's own transport.
+ * connect-node's own transport. The calls are spread over the copies of the service (balanced()).
  */
 export function createUnaryTransport(opts: TransportOptions): Transport {
   const urls = parseBaseUrls(opts.baseUrl);
@@ -195,9 +195,9 @@ function balanced(urls: URL[], opts: TransportOptions): Exchange {
   const failed = (p: Pending, from: Copy, err: unknown) => {
     if (p.guard.settled) return;
     if (p.tries < MAX_TRIES && err instanceof ConnectError && err.code === Code.Unavailable) {
-      const unsent = neverRan.has(err);
-      // Never ran: the same copy is fine again unless it is down (a GOAWAY only ended one connection).
-      const to = unsent ? pool.pick() : p.safe ? pool.pick(from) : undefined;
+      // Never ran: another copy, or the same one when it is the only one (a GOAWAY ended a connection,
+      // not the copy; a refused one fails again at once).
+      const to = neverRan.has(err) ? (pool.pick(from) ?? from) : p.safe ? pool.pick(from) : undefined;
       if (to) {
         p.tries++;
         to.send(p);
