@@ -331,6 +331,7 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
   let batching = true;
   let channels = true;
   let channel: Channel | undefined;
+  let retired = false;
   const single = (p: Pending) =>
     call(session(), p.path, p.body, p.timeoutMs, p.signal, p.extra).then(
       (answer) => outcome.resolve(p, answer),
@@ -339,6 +340,11 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
   const flush = () => {
     const calls = queue;
     queue = [];
+    if (retired) {
+      // Queued before the copy left the pool, sent nowhere yet: another copy takes them.
+      rejectAll(calls, unavailable(new Error("the copy left the service's addresses"), true));
+      return;
+    }
     if (!batching || (calls.length === 1 && !channels)) {
       for (const p of calls) single(p);
       return;
@@ -507,6 +513,7 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
     },
     /** The copy left the pool: its channel ends once its frames are answered. */
     retire() {
+      retired = true;
       if (channel && !channel.closed) channel.stream.end();
     },
   };
