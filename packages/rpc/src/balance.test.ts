@@ -133,6 +133,18 @@ describe("scale out: calls spread over the copies of a service", () => {
     expect(first.ran.reads).toBe(before);
   });
 
+  it("a lookup that hangs: the call fails at its deadline, not after the lookup", async () => {
+    const client = rpcClient(ContactService, "http://slow-dns.internal:7001", 300, {
+      ...fast,
+      lookup: () => new Promise(() => {}),
+    });
+    const started = Date.now();
+    await expect(client.upsertContact({ workspaceId: "ws" })).rejects.toMatchObject({
+      code: Code.DeadlineExceeded,
+    });
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
   it("a name that does not resolve fails the call Unavailable, not a 500", async () => {
     const client = rpcClient(ContactService, "http://nowhere.internal:7001", 2000, {
       ...fast,

@@ -215,10 +215,13 @@ function balanced(urls: URL[], opts: TransportOptions): Exchange {
   const dispatch = (p: Pending) => {
     const copy = pool.pick();
     if (copy) copy.send(p);
-    else if (pool.resolving) pool.resolving.then(() => dispatchResolved(p));
-    else dispatchResolved(p);
+    else if (pool.resolving) {
+      // The deadline runs while the host name is looked up.
+      if (p.guard.arm()) pool.resolving.then(() => dispatchResolved(p));
+    } else dispatchResolved(p);
   };
   const dispatchResolved = (p: Pending) => {
+    if (p.guard.settled) return;
     const copy = pool.pick();
     if (copy) copy.send(p);
     else p.guard.reject(unavailable(new Error(`no address found for ${opts.baseUrl}`)));
