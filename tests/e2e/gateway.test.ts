@@ -251,6 +251,10 @@ describe("operations endpoints (API §1)", () => {
     });
     const metrics = await fetch(`${gatewayUrl()}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/funil_service_up\{service="crm"\} 1/);
+    // Calls per address of each service (its copies): the health checks above went to crm's one copy.
+    expect(metrics).toMatch(
+      /funil_rpc_client_address_calls_total\{service="crm",address="127\.0\.0\.1:\d+"\} [1-9]/,
+    );
     expect(metrics).toMatch(/funil_dependency_up\{service="crm",dependency="nats"\} 1/);
     expect(metrics).toMatch(/funil_dependency_up\{service="scheduling",dependency="redis"\} 1/);
     expect(metrics).toMatch(/funil_outbox_backlog\{service="crm"\} \d+/);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { baseEnv, ConfigError, loadConfig, naming, port } from "./index.js";
+import { baseEnv, ConfigError, loadConfig, naming, port, rpcUrl } from "./index.js";
 
 describe("configuration (DESIGN: parsed once with zod; a bad value names the variable)", () => {
   const schema = baseEnv.extend({ CRM_PORT: port.default(7001) });
@@ -45,5 +45,24 @@ describe("configuration (DESIGN: parsed once with zod; a bad value names the var
     expect(loadConfig(schema, {}).CURSOR_KEYS).toBeUndefined();
     expect(loadConfig(schema, { CURSOR_KEYS: "" }).CURSOR_KEYS).toBeUndefined();
     expect(() => loadConfig(schema, { CURSOR_KEYS: `${a},short` })).toThrow(/CURSOR_KEYS/);
+  });
+
+  it("<NAME>_URL: one base URL, several separated by commas, or a host name; anything else names the variable", () => {
+    const schema = baseEnv.extend({ CRM_URL: rpcUrl.default("http://127.0.0.1:7001") });
+    expect(loadConfig(schema, {}).CRM_URL).toBe("http://127.0.0.1:7001");
+    expect(loadConfig(schema, { CRM_URL: " http://10.0.0.1:7001, http://10.0.0.2:7001 " }).CRM_URL).toBe(
+      "http://10.0.0.1:7001, http://10.0.0.2:7001",
+    );
+    expect(loadConfig(schema, { CRM_URL: "http://crm-headless:7001" }).CRM_URL).toBe(
+      "http://crm-headless:7001",
+    );
+    for (const bad of ["crm:7001", "http://a:1,,http://b:1", "https://crm:7001", "http://a:1,nope"])
+      expect(() => loadConfig(schema, { CRM_URL: bad })).toThrow(/CRM_URL/);
+    expect(loadConfig(schema, {})).toMatchObject({
+      RPC_RESOLVE_MS: 5000,
+      RPC_MAX_CONNECTION_AGE_MS: 300_000,
+      RPC_KEEPALIVE_MS: 10_000,
+    });
+    expect(() => loadConfig(schema, { RPC_KEEPALIVE_MS: "0" })).toThrow(/RPC_KEEPALIVE_MS/);
   });
 });

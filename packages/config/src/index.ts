@@ -38,7 +38,34 @@ export const baseEnv = z.object({
     )
     .pipe(z.array(z.string().min(16, "each key must be at least 16 characters")))
     .transform((keys) => (keys.length > 0 ? keys : undefined)),
+  /** How often a client looks up the host names of the services it calls again (new or gone copies). */
+  RPC_RESOLVE_MS: z.coerce.number().int().min(100).default(5000),
+  /** A server ends (gracefully) a connection older than this, so that new copies get their share. */
+  RPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().min(1000).default(300_000),
+  /** HTTP/2 PING interval of a client's connections; no answer within it: the connection is dead. */
+  RPC_KEEPALIVE_MS: z.coerce.number().int().min(100).default(10_000),
 });
+
+const isHttpUrl = (value: string) => {
+  try {
+    return new URL(value).protocol === "http:";
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * `<NAME>_URL`, where a process finds another service: one http:// base URL, or several separated by
+ * commas (one per copy); a host name in it may also resolve to several addresses (a Kubernetes headless
+ * Service, compose replicas), each a copy.
+ */
+export const rpcUrl = z
+  .string()
+  .trim()
+  .refine(
+    (v) => v.split(",").every((u) => isHttpUrl(u.trim())),
+    "one http:// base URL, or several separated by commas",
+  );
 
 export const port = z.coerce.number().int().min(0).max(65535);
 export const booleanFlag = z

@@ -16,4 +16,5 @@ export * from "./gen/funil/scheduling/v1/calendars_pb.js";
 export * from "./gen/funil/timeline/v1/interactions_pb.js";
 export * from "./gen/funil/timeline/v1/summaries_pb.js";
 export * from "./gen/funil/webhooks/v1/webhooks_pb.js";
+export * from "./gen/grpc/health/v1/health_pb.js";
 export * from "./services.js";

@@ -1,6 +1,6 @@
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { BusWatch, Consumer } from "@funil/bus";
-import { HealthService } from "@funil/contracts";
+import { type Health, HealthCheckResponse_ServingStatus, HealthService } from "@funil/contracts";
 import { type OutboxRelay, outboxBacklog, type Sql } from "@funil/db";
 import { causeOf } from "./errors.js";
 
@@ -72,4 +72,34 @@ export function healthService(sources: HealthSources): ServiceImpl<typeof Health
     },
   };
 }
+/**
+ * The standard gRPC health service (grpc.health.v1: Kubernetes' gRPC probes, grpc_health_probe, load
+ * balancers). Check answers SERVING while the database answers (when the server has one) and the server
+ * is not stopping, NOT_SERVING otherwise; the service "" is the server as a whole, and the other names
+ * it knows are those of the Connect services it serves and the service's own name; any other is
+ * NOT_FOUND. Watch is left Unimplemented (the protocol allows it; probes use Check).
+ */
+export function grpcHealthService(opts: {
+  names: () => ReadonlySet<string>;
+  sql?: Sql;
+  stopping: () => boolean;
+}): Partial<ServiceImpl<typeof Health>> {
+  const { SERVING, NOT_SERVING } = HealthCheckResponse_ServingStatus;
+  return {
+    async check(req) {
+      if (req.service !== "" && !opts.names().has(req.service))
+        throw new ConnectError(`unknown service ${req.service}`, Code.NotFound);
+      if (opts.stopping()) return { status: NOT_SERVING };
+      const sql = opts.sql;
+      const database = sql
+        ? await within(CHECK_TIMEOUT_MS, sql`select 1`).then(
+            () => true,
+            () => false,
+          )
+        : true;
+      return { status: database && !opts.stopping() ? SERVING : NOT_SERVING };
+    },
+  };
+}
+
 export { HealthService };

@@ -1,11 +1,11 @@
 import * as http2 from "node:http2";
 import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { BatchService } from "@funil/contracts";
+import { BatchService, Health } from "@funil/contracts";
 import { DomainError } from "@funil/errors";
 import type { Logger } from "pino";
 import { causeOf, isUnavailable, toConnectError } from "./errors.js";
-import { HealthService, type HealthSources, healthService } from "./health.js";
+import { grpcHealthService, HealthService, type HealthSources, healthService } from "./health.js";
 import { unaryFastPath } from "./unary-handler.js";
 
 /**
@@ -33,12 +33,15 @@ export function errorInterceptor(log: Logger): Interceptor {
   };
 }
 
+/** The default of RPC_MAX_CONNECTION_AGE_MS. */
+export const MAX_CONNECTION_AGE_MS = 300_000;
+
 /**
  * Serves Connect, gRPC and gRPC-web (and the HealthService when given its sources) on cleartext HTTP/2
  * (the binary Connect unary calls of the services' own clients through the lean path of
  * unary-handler.ts, the rest through connect-node), with the BatchService that answers several calls of
- * one client in one stream, and returns a close()
- * that stops accepting, lets in-flight calls finish, then closes sessions.
+ * one client in one stream and the standard grpc.health.v1 Health, and returns a close() that stops
+ * accepting, lets in-flight calls finish, then closes sessions.
  */
 export async function startRpcServer(opts: {
   port: number;
@@ -47,24 +50,50 @@ export async function startRpcServer(opts: {
   log: Logger;
   /** What the service's HealthService reports (every service serves one). */
   health?: HealthSources;
-}): Promise<{ port: number; close(): Promise<void> }> {
+  /**
+   * A connection older than this (plus up to a tenth more, so that a client's connections to the copies
+   * do not all end at once) is ended gracefully (RPC_MAX_CONNECTION_AGE_MS).
+   */
+  maxConnectionAgeMs?: number;
+}): Promise<{ port: number; stopping(): void; close(): Promise<void> }> {
   const health = opts.health;
   const interceptors = [errorInterceptor(opts.log)];
   const fast = unaryFastPath(interceptors);
+  let stopping = false;
+  const names = new Set<string>(health ? [health.service] : []);
   const routes = (router: ConnectRouter) => {
     opts.routes(router);
     if (health) router.service(HealthService, healthService(health));
     router.service(BatchService, fast.batch);
+    router.service(
+      Health,
+      grpcHealthService({ names: () => names, sql: health?.sql, stopping: () => stopping }),
+    );
+    for (const h of router.handlers) names.add(h.service.typeName);
   };
   const adapter = connectNodeAdapter({ routes: (router) => routes(fast.record(router)), interceptors });
   const server = http2.createServer((req, res) => {
     if (!fast.handle(req, res)) adapter(req, res);
   });
   const sessions = new Set<http2.ServerHttp2Session>();
+  const maxAge = opts.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS;
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);
-    s.on("close", () => sessions.delete(s));
+    const aged = setTimeout(() => endSession(s), maxAge * (1 + Math.random() / 10)).unref();
+    s.on("close", () => {
+      sessions.delete(s);
+      clearTimeout(aged);
+    });
   });
+  /**
+   * A GOAWAY that lets the calls the session carries finish and its batch channel answer the frames it
+   * read (a client sends what came later again, knowing it never ran): the client opens a new
+   * connection, which its balancer may give to a copy that started since.
+   */
+  const endSession = (s: http2.ServerHttp2Session) => {
+    s.close();
+    fast.drainChannels(s);
+  };
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.host ?? "127.0.0.1", () => resolve());
@@ -73,8 +102,12 @@ export async function startRpcServer(opts: {
   const port = typeof address === "object" && address ? address.port : opts.port;
   return {
     port,
+    stopping() {
+      stopping = true;
+    },
     close: () =>
       new Promise<void>((resolve) => {
+        stopping = true;
         server.close(() => resolve());
         // Batch channels stay open while their client lives: each ends once its frames are answered.
         fast.drainChannels();

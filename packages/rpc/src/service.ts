@@ -1,16 +1,27 @@
 import type { DescService } from "@bufbuild/protobuf";
-import type { Client, ConnectRouter, ServiceImpl } from "@connectrpc/connect";
+import { type Client, type ConnectRouter, createClient, type ServiceImpl } from "@connectrpc/connect";
 import { type Clock, ConfigError, loadConfig, systemClock, type z } from "@funil/config";
-import { rpcClient } from "./client.js";
+import { packageOf, type RpcOptions, rpcTransport } from "./client.js";
 
 type ServiceSet = Record<string, DescService>;
 
 /** One typed client per Connect service of a set (an entry of SERVICES), all at one base URL. */
 export type Clients<S extends ServiceSet> = { [K in keyof S]: Client<S[K]> };
 
-export function clientsOf<S extends ServiceSet>(set: S, baseUrl: string, timeoutMs?: number): Clients<S> {
+/**
+ * The clients share one transport: one connection and one batch channel per copy of the service, so
+ * that the calls of one turn to any of its Connect services travel in one batch.
+ */
+export function clientsOf<S extends ServiceSet>(
+  set: S,
+  baseUrl: string,
+  timeoutMs = 10_000,
+  options?: RpcOptions,
+): Clients<S> {
+  const first = Object.values(set)[0];
+  const transport = rpcTransport(baseUrl, timeoutMs, first ? packageOf(first) : baseUrl, options);
   return Object.fromEntries(
-    Object.entries(set).map(([name, service]) => [name, rpcClient(service, baseUrl, timeoutMs)]),
+    Object.entries(set).map(([name, service]) => [name, createClient(service, transport)]),
   ) as Clients<S>;
 }
 

@@ -48,6 +48,7 @@ export interface ServiceConfig {
   LOG_LEVEL: string;
   HOST: string;
   CURSOR_KEYS?: string[] | undefined;
+  RPC_MAX_CONNECTION_AGE_MS?: number;
 }
 
 export interface Wired {
@@ -127,6 +128,7 @@ export async function startService(opts: {
     host: config.HOST,
     log,
     routes: wired.routes,
+    maxConnectionAgeMs: config.RPC_MAX_CONNECTION_AGE_MS,
     health: { service: name, sql, bus, relay, consumers: wired.consumers, dependencies: wired.dependencies },
   });
   log.info({ port: server.port }, `${name} listening`);

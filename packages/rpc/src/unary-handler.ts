@@ -229,8 +229,8 @@ export function unaryFastPath(interceptors: Interceptor[]) {
     }
   }
 
-  /** The open channels (channel.ts), each able to drain: answer what it read, then end. */
-  const channels = new Set<() => void>();
+  /** The open channels (channel.ts), each able to drain (answer what it read, then end), by session. */
+  const channels = new Map<() => void, http2.Http2Session | undefined>();
 
   /**
    * A client's batch channel: each frame read is answered as a batch (respondToBatch), in whatever order
@@ -256,7 +256,7 @@ export function unaryFastPath(interceptors: Interceptor[]) {
         setTimeout(() => res.stream.close(), 1000).unref();
       }
     };
-    channels.add(drain);
+    channels.set(drain, req.stream.session);
     res.stream.on("close", () => channels.delete(drain));
     req.on("data", (chunk: Buffer) => {
       let frames: Frame[];
@@ -282,9 +282,12 @@ export function unaryFastPath(interceptors: Interceptor[]) {
     req.on("end", drain);
   }
 
-  /** Ends every open channel once its frames are answered (the server is stopping). */
-  const drainChannels = () => {
-    for (const drain of channels) drain();
+  /**
+   * Ends the open channels once their frames are answered: every one (the server is stopping), or those
+   * of one session (it is being closed for its age).
+   */
+  const drainChannels = (session?: http2.Http2Session) => {
+    for (const [drain, of] of channels) if (!session || of === session) drain();
   };
 
   return { record, handle, batch, drainChannels };

@@ -7,6 +7,7 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import {
   Code,
   ConnectError,
@@ -19,6 +20,7 @@ import {
 } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { type AddressPool, addressPool, type Lookup, type Member, parseBaseUrls } from "./balancer.js";
 import { BATCH_PATH, decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
 import { CHANNEL_PATH, FrameReader, nextFrameId, requestFrame } from "./channel.js";
 import { codecOf } from "./codec.js";
@@ -31,22 +33,18 @@ import { headerObject, toHeaders } from "./headers.js";
  * for a one-message body and a deadline timer linked through abort events: measured in bench/, that was
  * a fifth of the gateway's CPU per read. Here a call costs one stream and one timer; Headers objects are
  * made only when an interceptor or an error reads them. Streaming methods (none yet) go through
- * connect-node's own transport.
+ * connect-node's own transport. The calls are spread over the copies of the service (balanced()).
  */
-export function createUnaryTransport(opts: {
-  baseUrl: string;
-  defaultTimeoutMs: number;
-  interceptors: Interceptor[];
-  idleTimeoutMs: number;
-}): Transport {
-  const session = sessionPool(opts.baseUrl, opts.idleTimeoutMs);
-  const exchange = coalescing(session, opts.idleTimeoutMs);
+export function createUnaryTransport(opts: TransportOptions): Transport {
+  const urls = parseBaseUrls(opts.baseUrl);
+  const exchange = balanced(urls, opts);
+  // Streaming methods (none yet) go to the first base URL, unbalanced.
   const streaming = createConnectTransport({
-    baseUrl: opts.baseUrl,
+    baseUrl: urls[0]!.href,
     httpVersion: "2",
     useBinaryFormat: true,
   });
-  const origin = opts.baseUrl.replace(/\/$/, "");
+  const origin = urls[0]!.href.replace(/\/$/, "");
 
   return {
     async unary<I extends DescMessage, O extends DescMessage>(
@@ -59,6 +57,7 @@ export function createUnaryTransport(opts: {
     ): Promise<UnaryResponse<I, O>> {
       const path = `/${method.parent.typeName}/${method.name}`;
       const deadline = timeoutMs ?? opts.defaultTimeoutMs;
+      const safe = method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
       let headers: Headers | undefined;
       const req: UnaryRequest<I, O> = {
         stream: false,
@@ -86,6 +85,7 @@ export function createUnaryTransport(opts: {
           deadline,
           r.signal,
           extra,
+          safe,
         );
         if (answer.status !== 200) throw errorOf(answer);
         if (answer.headers["content-type"] !== "application/proto")
@@ -111,6 +111,23 @@ export function createUnaryTransport(opts: {
   };
 }
 
+/** What a client's transport is built with (rpcClient's options, and the caller's deadline). */
+export interface TransportOptions {
+  /** One base URL, several separated by commas, or a host name that resolves to several addresses. */
+  baseUrl: string;
+  defaultTimeoutMs: number;
+  interceptors: Interceptor[];
+  /** A connection without traffic for this long is closed. */
+  idleTimeoutMs: number;
+  /** How often a host name is looked up again. */
+  resolveMs: number;
+  /** PING interval of a connection; no answer within it: the connection is dead. */
+  keepaliveMs: number;
+  lookup: Lookup;
+  /** The service, as /metrics labels its calls per address. */
+  name: string;
+}
+
 type Next = Parameters<Interceptor>[0];
 
 /** A signal for calls made without one: nothing ever aborts it. */
@@ -128,6 +145,8 @@ type Exchange = (
   timeoutMs: number,
   signal: AbortSignal,
   extra: Headers | undefined,
+  /** A read (NO_SIDE_EFFECTS): retried on another copy whatever broke. */
+  safe: boolean,
 ) => Promise<Answer>;
 
 /**
@@ -137,8 +156,166 @@ type Exchange = (
  */
 export const rpcClientStats = { calls: 0, batches: 0, streams: 0 };
 
+/** Calls sent to one address of one service (a retry on another copy counts at both). */
+export interface AddressStat {
+  service: string;
+  address: string;
+  calls: number;
+}
+const addressStats = new Map<string, AddressStat>();
+
+/** Every address this process's clients have sent calls to, with their counts (the gateway's /metrics). */
+export const rpcAddressStats = (): Iterable<AddressStat> => addressStats.values();
+
+function addressStat(service: string, address: string): AddressStat {
+  const key = `${service} ${address}`;
+  let stat = addressStats.get(key);
+  if (!stat) {
+    stat = { service, address, calls: 0 };
+    addressStats.set(key, stat);
+  }
+  return stat;
+}
+
 /** The most calls sent in one batch; more calls of one turn go in several. */
 const BATCH_SIZE = 64;
+
+/** Copies one call may be sent to, the first included. */
+const MAX_TRIES = 3;
+
+/**
+ * Calls spread over the copies of a service (balancer.ts picks one per call, so that the calls of one turn
+ * split evenly and each copy still gets them as one batch), and sent again when that is safe: a call that
+ * certainly never ran (the connection refused, the stream refused or above a GOAWAY's last stream, a
+ * channel frame the service answered or ended without running) on any copy, a read whose call broke in
+ * any other way on another copy. A call the service answered, even Unavailable, is its caller's to retry
+ * (the retryUnavailable interceptor, for reads).
+ */
+function balanced(urls: URL[], opts: TransportOptions): Exchange {
+  const failed = (p: Pending, from: Copy, err: unknown) => {
+    if (p.guard.settled) return;
+    if (p.tries < MAX_TRIES && err instanceof ConnectError && err.code === Code.Unavailable) {
+      // Never ran: another copy, or the same one when it is the only one (a GOAWAY ended a connection,
+      // not the copy; a refused one fails again at once).
+      const to = neverRan.has(err) ? (pool.pick(from) ?? from) : p.safe ? pool.pick(from) : undefined;
+      if (to) {
+        p.tries++;
+        to.send(p);
+        return;
+      }
+    }
+    p.guard.reject(err);
+  };
+  const pool: AddressPool<Copy> = addressPool({
+    urls,
+    resolveMs: opts.resolveMs,
+    lookup: opts.lookup,
+    open: (origin) => copyOf(origin, opts, failed),
+  });
+  const dispatch = (p: Pending) => {
+    const copy = pool.pick();
+    if (copy) copy.send(p);
+    else if (pool.resolving) {
+      // The deadline runs while the host name is looked up.
+      if (p.guard.arm()) pool.resolving.then(() => dispatchResolved(p));
+    } else dispatchResolved(p);
+  };
+  const dispatchResolved = (p: Pending) => {
+    if (p.guard.settled) return;
+    const copy = pool.pick();
+    if (copy) copy.send(p);
+    else p.guard.reject(unavailable(new Error(`no address found for ${opts.baseUrl}`)));
+  };
+  return (path, body, timeoutMs, signal, extra, safe) =>
+    new Promise<Answer>((resolve, reject) => {
+      rpcClientStats.calls++;
+      dispatch({
+        path,
+        body,
+        timeoutMs,
+        signal,
+        extra,
+        safe,
+        tries: 1,
+        guard: guard(timeoutMs, signal, resolve, reject),
+      });
+    });
+}
+
+/** One copy of a service: its connection, its batch channel, its calls in flight, whether it is up. */
+interface Copy extends Member {
+  inFlight: number;
+  /** Sends a call with the others of this turn (its guard settles it; a failure goes back to the pool). */
+  send(p: Pending): void;
+}
+
+/** After a refused or broken connection, a copy is probed again after this, doubling up to the most. */
+const FIRST_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 2000;
+
+function copyOf(
+  origin: string,
+  opts: TransportOptions,
+  failed: (p: Pending, from: Copy, err: unknown) => void,
+): Copy {
+  const address = origin.slice("http://".length);
+  const stat = addressStat(opts.name, address);
+  let up = true;
+  let retired = false;
+  let backoff = 0;
+  let probe: NodeJS.Timeout | undefined;
+  const sessions = sessionPool(origin, opts, {
+    connected() {
+      up = true;
+      backoff = 0;
+    },
+    // Calls go to the other copies meanwhile; the probe is a new connection, no call is risked on it.
+    broken() {
+      up = false;
+      if (probe || retired) return;
+      backoff = Math.min(backoff ? backoff * 2 : FIRST_BACKOFF_MS, MAX_BACKOFF_MS);
+      probe = setTimeout(() => {
+        probe = undefined;
+        if (!retired) sessions.get();
+      }, backoff).unref();
+    },
+  });
+  const copy: Copy = {
+    address,
+    get up() {
+      return up;
+    },
+    inFlight: 0,
+    send(p) {
+      copy.inFlight++;
+      stat.calls++;
+      queue.send(p);
+    },
+    retire() {
+      retired = true;
+      clearTimeout(probe);
+      queue.retire();
+      sessions.close();
+    },
+  };
+  const queue = coalescing(sessions.get, opts.idleTimeoutMs, {
+    resolve(p, answer) {
+      copy.inFlight--;
+      p.guard.resolve(answer);
+    },
+    reject(p, err) {
+      copy.inFlight--;
+      failed(p, copy, err);
+    },
+  });
+  return copy;
+}
+
+/** How a copy's calls end: an answer, or a failure its pool may send elsewhere. */
+interface Outcome {
+  resolve(p: Pending, answer: Answer): void;
+  reject(p: Pending, err: unknown): void;
+}
 
 /**
  * The calls made in one turn of the event loop (all the requests the gateway read from its sockets at
@@ -148,30 +325,45 @@ const BATCH_SIZE = 64;
  * under load the cost per call falls with the batch, and with no load nothing waits: the batch leaves at
  * the end of the turn that made it. Each call keeps its own deadline, cancellation, headers and answer; a
  * batch that fails as a whole (the service unreachable, the channel broken) fails each of its calls the
- * same way, so the retry rules of the interceptors apply per call. A service without the channel gets
- * one stream per batch (the BatchService's Call), and one without BatchService (an older copy during a
- * rolling deploy) single calls, from then on.
+ * same way, so the retry rules apply per call. A service without the channel gets one stream per batch
+ * (the BatchService's Call), and one without BatchService (an older copy during a rolling deploy) single
+ * calls, from then on. One per copy of the service.
  */
-function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: number): Exchange {
+function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: number, outcome: Outcome) {
   let queue: Pending[] = [];
   let batching = true;
   let channels = true;
   let channel: Channel | undefined;
+  let retired = false;
   const single = (p: Pending) =>
-    call(session(), p.path, p.body, p.timeoutMs, p.signal, p.extra).then(p.guard.resolve, p.guard.reject);
+    call(session(), p.path, p.body, p.timeoutMs, p.signal, p.extra).then(
+      (answer) => outcome.resolve(p, answer),
+      (err) => outcome.reject(p, err),
+    );
   const flush = () => {
     const calls = queue;
     queue = [];
+    if (retired) {
+      // Queued before the copy left the pool, sent nowhere yet: another copy takes them.
+      rejectAll(calls, unavailable(new Error("the copy left the service's addresses"), true));
+      return;
+    }
     if (!batching || (calls.length === 1 && !channels)) {
       for (const p of calls) single(p);
       return;
     }
     for (let i = 0; i < calls.length; i += BATCH_SIZE) {
-      const live = calls.slice(i, i + BATCH_SIZE).filter((p) => p.guard.arm());
+      const live = calls.slice(i, i + BATCH_SIZE).filter(armed);
       if (live.length === 0) continue;
       if (channels) sendOnChannel(live);
       else sendBatch(live);
     }
+  };
+  /** Starts a call's deadline; a call cancelled before it left is over (its guard failed it Canceled). */
+  const armed = (p: Pending) => {
+    if (p.guard.arm()) return true;
+    outcome.reject(p, undefined);
+    return false;
   };
   const batchOf = (live: Pending[]) =>
     encodeBatchRequest(
@@ -182,27 +374,30 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
         headers: p.extra ? headerObject(p.extra) : {},
       })),
     );
-  /** Each call of a batch gets its result, or the batch's error. */
-  const settle = (live: Pending[], answer: Answer) => {
+  const rejectAll = (live: Pending[], err: unknown) => {
+    for (const p of live) outcome.reject(p, err);
+  };
+  /**
+   * Each call of a batch gets its result, or the batch's error. `frame`: a channel's answer, whose error
+   * status means the service ran none of its calls (it was stopping).
+   */
+  const settle = (live: Pending[], answer: Answer, frame: boolean) => {
     if (answer.status === 200) {
       let results: ReturnType<typeof decodeBatchResponse>;
       try {
         results = decodeBatchResponse(answer.body);
       } catch (err) {
-        const error = new ConnectError(
-          "the batch's answer does not parse",
-          Code.Internal,
-          undefined,
-          undefined,
-          err,
+        rejectAll(
+          live,
+          new ConnectError("the batch's answer does not parse", Code.Internal, undefined, undefined, err),
         );
-        for (const p of live) p.guard.reject(error);
         return;
       }
       live.forEach((p, i) => {
         const r = results[i];
-        if (r) p.guard.resolve({ status: r.status, headers: r.headers, body: r.body });
-        else p.guard.reject(new ConnectError("the batch answered fewer results than calls", Code.Internal));
+        if (r) outcome.resolve(p, { status: r.status, headers: r.headers, body: r.body });
+        else
+          outcome.reject(p, new ConnectError("the batch answered fewer results than calls", Code.Internal));
       });
       return;
     }
@@ -212,17 +407,16 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
       for (const p of live) if (p.guard.disarm()) single(p);
       return;
     }
-    for (const p of live) p.guard.reject(error);
+    if (frame && error.code === Code.Unavailable) neverRan.add(error);
+    rejectAll(live, error);
   };
   /** A batch on a stream of its own (BatchService.Call). */
   const sendBatch = (live: Pending[]) => {
     rpcClientStats.batches++;
     const deadline = Math.max(...live.map((p) => p.timeoutMs));
     call(session(), BATCH_PATH, batchOf(live), deadline, NEVER, undefined).then(
-      (answer) => settle(live, answer),
-      (err) => {
-        for (const p of live) p.guard.reject(err);
-      },
+      (answer) => settle(live, answer, false),
+      (err) => rejectAll(live, err),
     );
   };
   /** A batch as a frame on the channel, opened on first use and again once it ends. */
@@ -232,7 +426,13 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
     if (!channel || channel.session !== s || channel.closed) {
       // A channel left on a closing session ends too, once its frames are answered.
       if (channel && !channel.closed) channel.stream.end();
-      channel = openChannel(s);
+      try {
+        channel = openChannel(s);
+      } catch (err) {
+        // The session went away meanwhile: nothing left.
+        rejectAll(live, unavailable(err, true));
+        return;
+      }
     }
     const c = channel;
     const id = c.nextId;
@@ -277,24 +477,31 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
         const live = c.waiting.get(f.id);
         if (!live) continue;
         c.waiting.delete(f.id);
-        settle(live, {
-          status: f.status,
-          headers: f.status === 200 ? {} : { "content-type": "application/json" },
-          body: f.body,
-        });
+        settle(
+          live,
+          {
+            status: f.status,
+            headers: f.status === 200 ? {} : { "content-type": "application/json" },
+            body: f.body,
+          },
+          true,
+        );
       }
     });
-    const close = (err?: Error) => {
+    /**
+     * The service answers every frame it read before it ends its side, so when it ended the stream (or
+     * refused it) what is left never ran; when the stream broke, it may have.
+     */
+    const close = (err: Error | undefined) => {
       if (c.closed) return;
       c.closed = true;
       if (channel === c) channel = undefined;
-      // The service answers every frame it read before it ends the stream: what is left never ran.
-      const error = unavailable(err ?? new Error("the batch channel closed"));
-      for (const live of c.waiting.values()) for (const p of live) p.guard.reject(error);
+      const error = unavailable(err ?? new Error("the batch channel closed"), !err || unopened(c.stream));
+      for (const live of c.waiting.values()) rejectAll(live, error);
       c.waiting.clear();
     };
     c.stream.on("end", () => {
-      close();
+      close(undefined);
       // The service ended its side; ending ours closes the stream, so that its session can close.
       c.stream.end();
     });
@@ -302,12 +509,17 @@ function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: numb
     c.stream.on("close", () => close(new Error(`the batch channel closed (code ${c.stream.rstCode})`)));
     return c;
   };
-  return (path, body, timeoutMs, signal, extra) =>
-    new Promise<Answer>((resolve, reject) => {
-      rpcClientStats.calls++;
+  return {
+    send(p: Pending) {
       if (queue.length === 0) setImmediate(flush);
-      queue.push({ path, body, timeoutMs, signal, extra, guard: guard(timeoutMs, signal, resolve, reject) });
-    });
+      queue.push(p);
+    },
+    /** The copy left the pool: its channel ends once its frames are answered. */
+    retire() {
+      retired = true;
+      if (channel && !channel.closed) channel.stream.end();
+    },
+  };
 }
 
 /** A session's batch channel (channel.ts) and the frames it has sent that wait for their answer. */
@@ -326,6 +538,10 @@ interface Pending {
   timeoutMs: number;
   signal: AbortSignal;
   extra: Headers | undefined;
+  /** A read: sent again on another copy whatever broke. */
+  safe: boolean;
+  /** Copies it has been sent to. */
+  tries: number;
   guard: Guard<Answer>;
 }
 
@@ -334,7 +550,10 @@ interface Pending {
  * batch one per call of it (the batch's stream has no signal of its own).
  */
 interface Guard<T> {
-  /** Starts the deadline and listens to the signal; false (the call failed Canceled) if it was aborted. */
+  /**
+   * Starts the deadline and listens to the signal (once: a call sent again to another copy keeps its
+   * deadline); false (the call failed Canceled) if it was aborted.
+   */
   arm(): boolean;
   /** Stops both again; false if the call has settled meanwhile. */
   disarm(): boolean;
@@ -352,14 +571,17 @@ function guard<T>(
   onFail?: () => void,
 ): Guard<T> {
   let settled = false;
+  let armed = false;
   let timer: NodeJS.Timeout | undefined;
   const stop = () => {
+    armed = false;
     clearTimeout(timer);
     if (signal !== NEVER) signal.removeEventListener("abort", onAbort);
   };
   const onAbort = () => g.reject(new ConnectError("the call was cancelled", Code.Canceled));
   const g: Guard<T> = {
     arm() {
+      if (armed || settled) return !settled;
       if (signal.aborted) {
         onAbort();
         return false;
@@ -369,6 +591,7 @@ function guard<T>(
         timeoutMs,
       );
       if (signal !== NEVER) signal.addEventListener("abort", onAbort, { once: true });
+      armed = true;
       return true;
     },
     disarm() {
@@ -397,8 +620,8 @@ function guard<T>(
 
 /**
  * One unary exchange. Fails with Unavailable when the service cannot be reached or the stream breaks
- * (only reads are retried, by the interceptor), DeadlineExceeded past the deadline (the service gets it
- * too, as connect-timeout-ms), Canceled when the caller's signal aborts.
+ * (marked never ran when the stream never left or was refused), DeadlineExceeded past the deadline (the
+ * service gets it too, as connect-timeout-ms), Canceled when the caller's signal aborts.
  */
 function call(
   session: http2.ClientHttp2Session,
@@ -428,7 +651,7 @@ function call(
     try {
       stream = session.request(headers);
     } catch (err) {
-      g.reject(unavailable(err));
+      g.reject(unavailable(err, true));
       return;
     }
     const opened = stream;
@@ -447,22 +670,40 @@ function call(
         body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
       }),
     );
-    opened.on("error", (err) => g.reject(unavailable(err)));
+    opened.on("error", (err) => g.reject(unavailable(err, unopened(opened))));
     opened.on("close", () => {
-      if (!g.settled) g.reject(unavailable(new Error(`stream closed (code ${opened.rstCode})`)));
+      if (!g.settled)
+        g.reject(unavailable(new Error(`stream closed (code ${opened.rstCode})`), unopened(opened)));
     });
     opened.end(body);
   });
 }
 
-const unavailable = (err: unknown) =>
-  new ConnectError(
+/**
+ * Unavailable errors of calls the service certainly never ran, so that they may be sent again, writes
+ * too: made only when a call fails, nothing is added to a call that succeeds.
+ */
+const neverRan = new WeakSet<ConnectError>();
+
+const unavailable = (err: unknown, unsent = false) => {
+  const error = new ConnectError(
     err instanceof Error ? err.message : String(err),
     Code.Unavailable,
     undefined,
     undefined,
     err,
   );
+  if (unsent) neverRan.add(error);
+  return error;
+};
+
+/**
+ * A stream that never left this process (no id yet: its connection was refused or closed first), or that
+ * the service refused (REFUSED_STREAM, which a GOAWAY also gives every stream above its last one): by
+ * HTTP/2's rules the service did not process it.
+ */
+const unopened = (stream: http2.ClientHttp2Stream) =>
+  stream.id === undefined || stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM;
 
 /** A failed call's ConnectError: the JSON error body of the Connect protocol, metadata from its headers. */
 function errorOf(answer: Answer): ConnectError {
@@ -482,24 +723,72 @@ function errorOf(answer: Answer): ConnectError {
 }
 
 /**
- * The HTTP/2 session to one service, opened on first use and again once it fails, closes or is told to
- * go away (a stopping service); closed after `idleTimeoutMs` without traffic.
+ * The HTTP/2 session to one copy of a service, opened on first use and again once it fails, closes or is
+ * told to go away (a stopping copy, or one that ends old connections so that new copies get their share);
+ * closed after `idleTimeoutMs` without traffic. `connected` and `broken` tell the copy whether it is up.
  */
-function sessionPool(baseUrl: string, idleTimeoutMs: number) {
+function sessionPool(
+  origin: string,
+  opts: { idleTimeoutMs: number; keepaliveMs: number },
+  events: { connected(): void; broken(): void },
+) {
   let current: http2.ClientHttp2Session | undefined;
-  return () => {
-    if (current && !current.closed && !current.destroyed) return current;
-    const s = http2.connect(baseUrl);
-    const drop = () => {
-      if (current === s) current = undefined;
-    };
-    s.on("error", drop);
-    s.on("goaway", drop);
-    s.on("close", drop);
-    s.setTimeout(idleTimeoutMs, () => s.close());
-    // A call in flight keeps the process alive through its deadline timer; an idle session should not.
-    s.unref();
-    current = s;
-    return s;
+  return {
+    get(): http2.ClientHttp2Session {
+      if (current && !current.closed && !current.destroyed) return current;
+      const s = http2.connect(origin);
+      const drop = () => {
+        if (current === s) current = undefined;
+      };
+      s.on("connect", events.connected);
+      s.on("error", () => {
+        drop();
+        events.broken();
+      });
+      s.on("goaway", drop);
+      s.on("close", drop);
+      s.setTimeout(opts.idleTimeoutMs, () => s.close());
+      keepalive(s, opts.keepaliveMs);
+      // A call in flight keeps the process alive through its deadline timer; an idle session should not.
+      s.unref();
+      current = s;
+      return s;
+    },
+    /** Ends the session once its streams are done. */
+    close() {
+      current?.close();
+      current = undefined;
+    },
   };
+}
+
+/**
+ * A PING every `ms` while the session is open, idle or not: a peer that stopped (a frozen process, a
+ * network that drops packets without a reset) gives no error of its own, so without this the calls in
+ * flight would wait for their deadlines and new ones would queue behind them. No answer within `ms`
+ * (or no connection after `ms`): the session is destroyed, its calls fail Unavailable (reads go to
+ * another copy) and the copy is down until a new connection succeeds. Dead within 2 × `ms` at most.
+ */
+function keepalive(s: http2.ClientHttp2Session, ms: number) {
+  let waiting: NodeJS.Timeout | undefined;
+  const dead = (why: string) => s.destroy(new Error(why));
+  const tick = setInterval(() => {
+    if (waiting || s.destroyed) return;
+    if (s.connecting) return dead(`not connected within ${ms} ms`);
+    waiting = setTimeout(() => dead(`no answer to a PING within ${ms} ms`), ms).unref();
+    try {
+      s.ping(() => {
+        clearTimeout(waiting);
+        waiting = undefined;
+      });
+    } catch {
+      // Closed meanwhile: nothing to watch.
+      clearTimeout(waiting);
+      waiting = undefined;
+    }
+  }, ms).unref();
+  s.once("close", () => {
+    clearInterval(tick);
+    clearTimeout(waiting);
+  });
 }

@@ -1,13 +1,16 @@
-import { baseEnv, port, z } from "@funil/config";
+import { baseEnv, port, rpcUrl, z } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
 
-/** `<NAME>_URL` of every backend service: where the gateway finds it (7001, 7002… by default). */
+/**
+ * `<NAME>_URL` of every backend service: where the gateway finds it (7001, 7002… by default), one base URL,
+ * several separated by commas, or a host name with an address per copy.
+ */
 const serviceUrls = Object.fromEntries(
   Object.keys(SERVICES).map((name, i) => [
     `${name.toUpperCase()}_URL`,
-    z.url().default(`http://127.0.0.1:${7001 + i}`),
+    rpcUrl.default(`http://127.0.0.1:${7001 + i}`),
   ]),
-) as { [N in keyof typeof SERVICES as `${Uppercase<N>}_URL`]: z.ZodDefault<z.ZodURL> };
+) as { [N in keyof typeof SERVICES as `${Uppercase<N>}_URL`]: z.ZodDefault<typeof rpcUrl> };
 
 export const gatewayConfig = baseEnv.extend({
   PORT: port.default(8080),

@@ -1,9 +1,9 @@
 import { type CheckResponse, HealthService, SERVICES, type ServiceName } from "@funil/contracts";
 import type { Sql } from "@funil/db";
-import { causeOf, rpcClient } from "@funil/rpc";
+import { causeOf, rpcAddressStats, rpcClient, rpcOptions } from "@funil/rpc";
 import type { FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import { type GatewayConfig, serviceUrl } from "./config.js";
 
 /** A dependency as /readyz shows it; `required` ones make it 503 when down. */
@@ -28,7 +28,10 @@ export function healthChecks(deps: { sql: Sql; redis: Redis; config: GatewayConf
   const services = Object.fromEntries(
     (Object.keys(SERVICES) as ServiceName[]).map((name) => [
       name,
-      rpcClient(HealthService, serviceUrl(deps.config, name), HEALTH_TIMEOUT_MS),
+      rpcClient(HealthService, serviceUrl(deps.config, name), HEALTH_TIMEOUT_MS, {
+        ...rpcOptions(deps.config),
+        name,
+      }),
     ]),
   );
   const within = <T>(work: Promise<T>) =>
@@ -119,6 +122,16 @@ export function healthChecks(deps: { sql: Sql; redis: Redis; config: GatewayConf
           for (const [service, res] of await answers()) if (!(res instanceof Error)) fill(this, service, res);
         },
       });
+    new Counter({
+      name: "funil_rpc_client_address_calls_total",
+      help: "Calls sent to each address (copy) of each service; a call sent again to another copy counts at both",
+      labelNames: ["service", "address"],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const s of rpcAddressStats()) this.inc({ service: s.service, address: s.address }, s.calls);
+      },
+    });
     new Gauge({
       name: "funil_service_up",
       help: "1 when the service answers its health check",

@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { type Clock, createLogger, naming, systemClock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
-import { clientsOf, startRpcServer } from "@funil/rpc";
+import { clientsOf, rpcOptions, startRpcServer } from "@funil/rpc";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
 import { type GatewayConfig, serviceUrl } from "./config.js";
@@ -35,7 +35,10 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
   const clients = Object.fromEntries(
     (Object.keys(SERVICES) as Array<keyof typeof SERVICES>).map((name) => [
       name,
-      clientsOf(SERVICES[name], serviceUrl(config, name), config.UPSTREAM_TIMEOUT_MS),
+      clientsOf(SERVICES[name], serviceUrl(config, name), config.UPSTREAM_TIMEOUT_MS, {
+        ...rpcOptions(config),
+        name,
+      }),
     ]),
   ) as ServiceClients;
   const ctx = { ...clients, config, clock, sql, redis, keys, keyStore: store };
@@ -45,6 +48,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
     host: config.AUTH_HOST,
     log,
     routes: authServiceRoutes(store),
+    maxConnectionAgeMs: config.RPC_MAX_CONNECTION_AGE_MS,
   });
   const address = await app.listen({ port: config.PORT, host: config.HOST });
   log.info({ address, authPort: auth.port }, "gateway listening");

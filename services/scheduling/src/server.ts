@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
-import { clientsOf, startService } from "@funil/rpc";
+import { clientsOf, rpcOptions, startService } from "@funil/rpc";
 import { Redis } from "ioredis";
 import type { SchedulingConfig } from "./config.js";
 import { crmDirectory } from "./crm.js";
@@ -59,7 +59,9 @@ export async function start(config: SchedulingConfig, clock: Clock) {
             }),
           ),
           guard,
-          crm: crmDirectory(clientsOf(SERVICES.crm, config.CRM_URL, config.UPSTREAM_TIMEOUT_MS)),
+          crm: crmDirectory(
+            clientsOf(SERVICES.crm, config.CRM_URL, config.UPSTREAM_TIMEOUT_MS, rpcOptions(config)),
+          ),
           clock,
         }),
         dependencies: async () => [await guard.check()],

@@ -1,4 +1,4 @@
-import { baseEnv, booleanFlag, port, z } from "@funil/config";
+import { baseEnv, booleanFlag, port, rpcUrl, z } from "@funil/config";
 
 const ms = z.coerce.number().int().min(0);
 
@@ -18,7 +18,7 @@ export const webhooksConfig = baseEnv.extend({
   WEBHOOKS_PORT: port.default(7004),
   HOST: z.string().default("127.0.0.1"),
   /** The gateway's internal Auth service: a key's current scopes, asked at every attempt. */
-  AUTH_URL: z.url().default("http://127.0.0.1:7100"),
+  AUTH_URL: rpcUrl.default("http://127.0.0.1:7100"),
   WEBHOOK_RETRY_SCHEDULE_MS: schedule.default([60_000, 300_000, 1_800_000, 7_200_000, 43_200_000]),
   WEBHOOK_BREAKER_WINDOW_MS: ms.default(259_200_000),
   WEBHOOK_TIMEOUT_MS: ms.min(1).default(10_000),

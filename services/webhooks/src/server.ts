@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
 import { AuthService } from "@funil/contracts";
-import { type Infra, rpcClient, startService } from "@funil/rpc";
+import { type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
 import { startFanOut } from "./events/fanout.js";
 import { startSender } from "./events/sender.js";
@@ -43,7 +43,7 @@ export function start(config: WebhooksConfig, clock: Clock) {
     // run fell to 1 198 deliveries/s at 1.3 ms of PostgreSQL CPU each; planned afresh, 72-78 µs).
     customPlans: true,
     wire: async (infra) => {
-      const auth = rpcClient(AuthService, config.AUTH_URL, 2_000);
+      const auth = rpcClient(AuthService, config.AUTH_URL, 2_000, rpcOptions(config));
       const deps = webhookDeps(infra, config, auth);
       const fanOut = await startFanOut({ ...infra, deliveries: deps.deliveries });
       const sender = await startSender({
