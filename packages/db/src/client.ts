@@ -55,7 +55,9 @@ export async function openDatabase(
   }
   return postgres(withDatabase(serverUrl, database), {
     max: opts.max ?? 10,
-    transform: postgres.camel,
+    // Column names only: postgres.camel would also camel-case every key inside json and jsonb values,
+    // and those keys are the client's (a customFields key plan_type came back as planType).
+    transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
     // Named prepared statements (postgres.js' default, kept on purpose): bench/ measured that without
     // them a single read costs PostgreSQL and crm about 100 µs more each.
     prepare: true,

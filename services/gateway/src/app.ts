@@ -1,6 +1,6 @@
 import compress from "@fastify/compress";
 import cors from "@fastify/cors";
-import { check, type Part, refuseNul, type z } from "@funil/schemas";
+import { check, type Part, refuseBadText, type z } from "@funil/schemas";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
@@ -81,12 +81,13 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     done(null, payload);
   });
   app.addHook("onClose", async () => clearInterval(draining));
-  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route, as the services do.
+  // A NUL character or a lone surrogate cannot be kept as sent: refused up front, for every route, as the
+  // services do.
   app.addHook("preValidation", (req, _reply, done) => {
     try {
-      refuseNul(req.params, "path");
-      refuseNul(req.query, "query");
-      refuseNul(req.body, "body");
+      refuseBadText(req.params, "path");
+      refuseBadText(req.query, "query");
+      refuseBadText(req.body, "body");
     } catch (err) {
       return done(err as Error);
     }
