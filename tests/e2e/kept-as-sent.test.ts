@@ -253,6 +253,17 @@ describe("issue finding 4: text is Unicode as sent, or refused naming the field"
     expect((await ws.call("GET", `/contacts?phone=${encodeURIComponent(p)}`)).body.data).toEqual([]);
   });
 
+  it("a query parameter whose percent-encoding is not UTF-8 is a 400 naming it, not a filter on its raw text", async () => {
+    for (const raw of ["%FF", "a%ED%A0%80b", "%C3", "%E0%80%80"]) {
+      const res = await ws.call("GET", `/contacts?query=${raw}`);
+      expect(res.status, raw).toBe(400);
+      expect(res.body.error.code).toBe("validation_failed");
+      expect(res.body.error.details.map((x: { path: string }) => x.path)).toEqual(["query.query"]);
+    }
+    const astral = await ws.call("GET", "/contacts?query=%F0%9F%98%80");
+    expect(astral.status).toBe(200);
+  });
+
   it("an RPC caller's invalid UTF-8 in a string field is refused, never stored rewritten (gRPC and Connect)", async () => {
     const protoDir = fileURLToPath(new URL("../../proto", import.meta.url));
     const def = protoLoader.loadSync("funil/crm/v1/contacts.proto", {

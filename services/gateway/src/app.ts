@@ -11,6 +11,7 @@ import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
+import { refuseUndecodableQuery } from "./query-encoding.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { appointmentRoutes } from "./routes/v1/appointments.js";
 import { calendarRoutes } from "./routes/v1/calendars.js";
@@ -85,6 +86,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   // services do.
   app.addHook("preValidation", (req, _reply, done) => {
     try {
+      refuseUndecodableQuery(req.url);
       refuseBadText(req.params, "path");
       refuseBadText(req.query, "query");
       refuseBadText(req.body, "body");
