@@ -26,12 +26,16 @@ const operator = await newWorkspace({
 const keyOf = (o: Operation) => (o.path.startsWith("/api/v1/platform/") ? operator.key : ws.key);
 
 let seq = 0;
+let slots = 0;
 const uniquePhone = () => `+55 41 9${String(Date.now()).slice(-6)}${String(++seq % 100).padStart(2, "0")}`;
 
 /** A body the operation accepts, apart from what a test puts in it (an upsert needs a phone of its own). */
 function baseBody(o: Operation): Record<string, unknown> {
   const body = minimalValue(o.body, doc, pools) as Record<string, unknown>;
   if (o.path === "/api/v1/contacts") body.phone = uniquePhone();
+  // Each meeting in a slot of its own, so that a taken slot never stands in the way.
+  if ("startAt" in body)
+    body.startAt = new Date(Date.parse("2033-01-01T00:00:00Z") + ++slots * 1_800_000).toISOString();
   if (o.path === "/api/v1/webhooks")
     Object.assign(body, { url: "https://example.com/hook", events: ["contact.created"] });
   return body;
@@ -108,6 +112,12 @@ const unicodeText = (max: number) =>
     .map((s) => `x${s.replaceAll("\u0000", "")}x`)
     .filter((s) => s.length <= max);
 
+/**
+ * Operations that set their text once: cancelling a cancelled meeting is idempotent and keeps the first
+ * reason, so a second text cannot come back (the first does: tests/e2e/scheduling.test.ts).
+ */
+const SET_ONCE = new Set(["POST /api/v1/appointments/{id}/cancel"]);
+
 const bodyOps = ops.filter((o) => stringProps(o).length > 0);
 /** The operations whose free text was round-tripped (checked at the end: the main ones must be). */
 const roundTripped = new Set<string>();
@@ -151,7 +161,7 @@ describe.each(bodyOps.map((o) => [`${o.method} ${o.path}`, o] as const))("kept a
     );
   });
 
-  it.runIf(free.length > 0)(
+  it.runIf(free.length > 0 && !SET_ONCE.has(`${o.method} ${o.path}`))(
     "issue finding 4: every free-text field keeps any Unicode text as sent (astral, combining, RTL)",
     async () => {
       const first = await call(o, JSON.stringify({ ...baseBody(o), [free[0]![0]]: "plain" }));
