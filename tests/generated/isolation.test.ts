@@ -6,7 +6,9 @@ import { type Json, minimalValue, type Pools, poolOf, resolve } from "./schema-a
 /*
  * Tenant isolation, generated from the OpenAPI document (SPEC §5, API §1 not_found): with workspace A's
  * key, every id of workspace B — in a path, a filter, a body reference or a cursor — answers exactly as an
- * id that never existed, and B is unchanged afterwards. A route that lands later is walked the same way.
+ * id that never existed, and B is unchanged afterwards. A body field that names a resource (…Id, …UserId,
+ * …Ids) with B's id is a 4xx that writes nothing in A either. A route that lands later is walked the
+ * same way.
  */
 const doc = await loadDocument();
 const ops = operations(doc).filter((o) => !o.admin);
@@ -47,7 +49,36 @@ interface Probe {
   name: string;
   send(value: string): Promise<{ status: number; json?: Json }>;
   ids: string[];
+  /** A body reference: B's id must be a 4xx that writes nothing, and A's own id must not be refused so. */
+  own?: string;
 }
+
+/** A body field that names a resource: `contactId`, `assigneeUserId`, `assigneeUserIds`… */
+const namesResource = (key: string) => /[a-z](Id|Ids)$/.test(key);
+
+/**
+ * Body fields named like a reference that name nothing the API holds: a contact's companyId is an id of
+ * the client's own systems (there is no companies resource), kept as given.
+ */
+const NOT_REFERENCES = new Set(["companyId"]);
+
+/** Every body field that names a resource but has no pool to probe it with (must stay empty). */
+const unprobed = new Set<string>();
+
+// Meetings booked by the probes each take a slot of their own, so a taken slot never hides a reference.
+let slot = Date.parse("2032-01-01T00:00:00.000Z");
+const withOwnSlot = (payload: unknown) => {
+  if (!payload || typeof payload !== "object" || !("startAt" in payload)) return payload;
+  slot += 30 * 60_000;
+  return { ...payload, startAt: new Date(slot).toISOString() };
+};
+
+/** The smallest body A may send, with what the document cannot say (an upsert finds by phone or e-mail). */
+let phones = 0;
+const ownBody = (o: Operation, body: Record<string, unknown> | undefined) =>
+  o.path === "/api/v1/contacts" && body
+    ? { ...body, phone: `+55 51 9${String(Date.now()).slice(-5)}${String(++phones).padStart(3, "0")}` }
+    : body;
 
 /** Every place an operation takes an id: path parameters, query filters, body references. */
 function probes(o: Operation): Probe[] {
@@ -59,7 +90,7 @@ function probes(o: Operation): Probe[] {
         path,
         query: [...required, ...query] as Array<[string, string]>,
         headers: payload === undefined ? {} : { "content-type": "application/json" },
-        body: payload === undefined ? undefined : JSON.stringify(payload),
+        body: payload === undefined ? undefined : JSON.stringify(withOwnSlot(payload)),
       },
       a.ws.key,
     );
@@ -82,9 +113,20 @@ function probes(o: Operation): Probe[] {
   }
   const schema = o.body ? resolve(o.body, doc) : undefined;
   for (const key of Object.keys(schema?.properties ?? {})) {
+    if (!namesResource(key) || NOT_REFERENCES.has(key)) continue;
     const ids = poolOf(key, b.pools) ?? [];
-    if (ids.length)
-      list.push({ name: `body ${key}`, ids, send: (v) => call(aPath(""), [], { ...body, [key]: v }) });
+    const own = poolOf(key, a.pools)?.[0];
+    if (!ids.length || !own) {
+      unprobed.add(`${o.method} ${o.path} body.${key}`);
+      continue;
+    }
+    const asSent = (v: string) => (key.endsWith("Ids") ? [v] : v);
+    list.push({
+      name: `body ${key}`,
+      ids,
+      own,
+      send: (v) => call(aPath(""), [], { ...ownBody(o, body), [key]: asSent(v) }),
+    });
   }
   const cursors = b.pools[`cursor ${o.path}`];
   if (cursors?.length)
@@ -98,6 +140,8 @@ describe.each(probed.map((o) => [`${o.method} ${o.path}`, o] as const))("generat
   const list = probes(o);
   it("SPEC §5 / API §1: another workspace's ids answer as ids that never existed, and leave it unchanged", async () => {
     const before = { rows: await fingerprint.of(b.ws.id), reads: await snapshotOfB() };
+    const rowsOfA = await fingerprint.of(a.ws.id);
+    const refused: Array<[Probe, { status: number; json?: Json }]> = [];
     for (const probe of list) {
       for (const id of probe.ids) {
         const theirs = await probe.send(id);
@@ -109,11 +153,46 @@ describe.each(probed.map((o) => [`${o.method} ${o.path}`, o] as const))("generat
         expect(theirs.json?.error?.code, what).toBe(missing.json?.error?.code);
         if (theirs.status === 200 && Array.isArray(theirs.json?.data))
           expect(theirs.json.data, what).toEqual(missing.json?.data);
+        // Issue finding 3: a body reference to B is refused, never kept in A.
+        if (probe.own) {
+          expect(theirs.status, what).toBeGreaterThanOrEqual(400);
+          expect(theirs.status, what).toBeLessThan(500);
+          refused.push([probe, theirs]);
+        }
       }
     }
     expect(await fingerprint.of(b.ws.id)).toBe(before.rows);
     expect(await snapshotOfB()).toBe(before.reads);
+    expect(await fingerprint.of(a.ws.id), "a body naming B's ids wrote to A").toBe(rowsOfA);
+    // The same request with A's own id is not refused the same way: what B's id met was the reference check.
+    for (const [probe, theirs] of refused) {
+      const mine = await probe.send(probe.own!);
+      const what = `${probe.name}=${probe.own}: ${JSON.stringify(mine.json)?.slice(0, 300)}`;
+      expect([mine.status, mine.json?.error?.code], what).not.toEqual([
+        theirs.status,
+        theirs.json?.error?.code,
+      ]);
+    }
   });
+});
+
+it("issue finding 3: every body field that names a resource is probed with B's ids (none left without a pool)", () => {
+  expect([...unprobed]).toEqual([]);
+  const names = probed.flatMap((o) =>
+    probes(o)
+      .filter((p) => p.own)
+      .map((p) => `${o.method} ${o.path} ${p.name}`),
+  );
+  for (const field of [
+    "POST /api/v1/contacts body ownerUserId",
+    "PATCH /api/v1/contacts/{id} body ownerUserId",
+    "POST /api/v1/opportunities body stageId",
+    "POST /api/v1/tasks body assigneeUserId",
+    "POST /api/v1/notes body userId",
+    "POST /api/v1/appointments body calendarId",
+    "POST /api/v1/appointments body opportunityId",
+  ])
+    expect(names).toContain(field);
 });
 
 it("SPEC §5: every operation that takes an id is probed (the generator found them)", () => {

@@ -1,4 +1,5 @@
 import { contact, deal, member, pipeline } from "../e2e/crm-fixtures.js";
+import { calendar } from "../e2e/scheduling-fixtures.js";
 import { newWorkspace, type Workspace } from "../helpers.js";
 import type { Operation } from "./harness.js";
 import type { Json, Pools } from "./schema-arbitrary.js";
@@ -23,6 +24,15 @@ export async function populatedWorkspace(ops: Operation[]): Promise<{ ws: Worksp
   for (const c of contacts.slice(0, 2))
     await ws.call("POST", "/tasks", { title: "Call back", contactId: c.id, assigneeUserId: m1!.id });
   await ws.call("POST", "/notes", { contactId: contacts[0]!.id, body: "First call", userId: m1!.id });
+  // A calendar whose assignee is the first member, and a meeting on it: appointment bodies name both.
+  const cal = await calendar(ws, { assigneeUserIds: [m1!.id] });
+  const booked = await ws.call("POST", "/appointments", {
+    calendarId: cal.id,
+    contactId: contacts[0]!.id,
+    assigneeUserId: m1!.id,
+    startAt: "2031-01-01T10:00:00.000Z",
+  });
+  if (booked.status !== 201) throw new Error(`appointment: ${booked.status} ${JSON.stringify(booked.body)}`);
   return { ws, pools: await poolsOf(ws, ops) };
 }
 

@@ -12,7 +12,9 @@ export type Pools = Record<string, string[]>;
 /** The pool a field or parameter draws real ids from: `contactId` → contacts, `ownerUserId` → members. */
 export function poolOf(name: string, pools: Pools): string[] | undefined {
   const base = name.replace(/Ids?$/, "");
-  const key = /user$/i.test(base) ? "members" : `${base}${base.endsWith("s") ? "" : "s"}`;
+  // opportunityId → opportunities (an opportunityId that found no pool went unprobed).
+  const plural = base.endsWith("s") ? base : base.endsWith("y") ? `${base.slice(0, -1)}ies` : `${base}s`;
+  const key = /user$/i.test(base) ? "members" : plural;
   return name === base ? undefined : pools[key];
 }
 

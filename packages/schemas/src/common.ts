@@ -19,22 +19,41 @@ export function problemsOf(error: z.ZodError, where: Part): ErrorDetail[] {
   });
 }
 
+/** A UTF-16 surrogate without its other half: no Unicode scalar value, so no UTF-8 text either. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+const NUL_MESSAGE = "strings may not contain the NUL character (\\u0000)";
+const SURROGATE_MESSAGE =
+  "strings must be Unicode text: a lone surrogate (\\ud800-\\udfff without its pair) is not a character";
+
+/** Why a string cannot be kept as it was sent, or undefined when it can. */
+function badText(text: string): string | undefined {
+  if (text.includes("\u0000")) return NUL_MESSAGE;
+  if (LONE_SURROGATE.test(text)) return SURROGATE_MESSAGE;
+  return undefined;
+}
+
 /**
- * Where a NUL character hides in a value (PostgreSQL text and jsonb cannot
- * hold one), or undefined. Iterative, so no nesting depth overflows it.
+ * The first string (value or key) of a value that cannot be stored as sent,
+ * with where it is and why, or undefined: a NUL character (PostgreSQL text and
+ * jsonb cannot hold one) or a lone surrogate (UTF-8, which every store and
+ * the RPC wire speak, cannot hold one: it would come back as U+FFFD).
+ * Iterative, so no nesting depth overflows it.
  */
-export function nulPath(value: unknown): string | undefined {
+export function badTextIn(value: unknown): { path: string; message: string } | undefined {
   const stack: Array<[unknown, string]> = [[value, ""]];
   while (stack.length > 0) {
     const [v, path] = stack.pop()!;
     if (typeof v === "string") {
-      if (v.includes("\u0000")) return path;
+      const message = badText(v);
+      if (message) return { path, message };
     } else if (Array.isArray(v)) {
       for (const [i, item] of v.entries()) stack.push([item, path ? `${path}.${i}` : String(i)]);
     } else if (v && typeof v === "object") {
       for (const [k, item] of Object.entries(v)) {
         const at = path ? `${path}.${k}` : k;
-        if (k.includes("\u0000")) return at;
+        const message = badText(k);
+        if (message) return { path: at, message };
         stack.push([item, at]);
       }
     }
@@ -42,29 +61,23 @@ export function nulPath(value: unknown): string | undefined {
   return undefined;
 }
 
-/** PostgreSQL cannot store a NUL character: a value holding one is a 400 naming where it is. */
-export function refuseNul(value: unknown, where: Part): void {
-  const nul = nulPath(value);
-  if (nul !== undefined)
-    throw invalid(
-      [
-        {
-          path: nul ? `${where}.${nul}` : where,
-          message: "strings may not contain the NUL character (\\u0000)",
-        },
-      ],
-      where,
-    );
+/**
+ * What was sent is what is kept: a string with a NUL character or a lone
+ * surrogate is a 400 naming where it is, never stored changed.
+ */
+export function refuseBadText(value: unknown, where: Part): void {
+  const bad = badTextIn(value);
+  if (bad) throw invalid([{ path: bad.path ? `${where}.${bad.path}` : where, message: bad.message }], where);
 }
 
 /**
  * The one way a field rule is applied, by the gateway (HTTP) and by the
  * service that owns the data (gRPC): parses `value` with `schema` or throws
- * validation_failed naming every problem. A string with a NUL character is
- * refused whatever the schema says (README: decisions).
+ * validation_failed naming every problem. A string with a NUL character or a
+ * lone surrogate is refused whatever the schema says (README: decisions).
  */
 export function check<S extends z.ZodType>(schema: S, value: unknown, where: Part): z.output<S> {
-  refuseNul(value, where);
+  refuseBadText(value, where);
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   throw invalid(problemsOf(result.error, where), where);

@@ -7,7 +7,20 @@ export interface FieldDefinition {
   options: string[];
 }
 
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+/**
+ * A calendar date as YYYY-MM-DD, a day that exists (2024-02-29 does, 2023-02-29 and 2024-04-31 do not),
+ * years 0001 to 9999. A time or an offset is refused: the field holds a day, and the day of an instant
+ * depends on a time zone the value would not carry.
+ */
+export function isCalendarDate(value: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!m) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!;
+  return day <= days;
+}
 
 function typeError(def: FieldDefinition, value: unknown): string | undefined {
   switch (def.type) {
@@ -20,9 +33,9 @@ function typeError(def: FieldDefinition, value: unknown): string | undefined {
     case "boolean":
       return typeof value === "boolean" ? undefined : "must be a boolean";
     case "date":
-      return typeof value === "string" && ISO_DATE.test(value) && !Number.isNaN(Date.parse(value))
+      return typeof value === "string" && isCalendarDate(value)
         ? undefined
-        : "must be an ISO-8601 date";
+        : "must be a calendar date YYYY-MM-DD that exists";
     case "select":
       return typeof value === "string" && def.options.includes(value)
         ? undefined

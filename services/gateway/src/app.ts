@@ -1,7 +1,7 @@
 import compress from "@fastify/compress";
 import cors from "@fastify/cors";
 import { useCursorKeys } from "@funil/rpc";
-import { check, type Part, refuseNul, type z } from "@funil/schemas";
+import { check, type Part, refuseBadText, type z } from "@funil/schemas";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
@@ -13,6 +13,7 @@ import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
+import { refuseUndecodableQuery } from "./query-encoding.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { appointmentRoutes } from "./routes/v1/appointments.js";
 import { calendarRoutes } from "./routes/v1/calendars.js";
@@ -87,12 +88,14 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     done(null, payload);
   });
   app.addHook("onClose", async () => clearInterval(draining));
-  // PostgreSQL text cannot hold a NUL character: refuse it up front, for every route, as the services do.
+  // A NUL character or a lone surrogate cannot be kept as sent: refused up front, for every route, as the
+  // services do.
   app.addHook("preValidation", (req, _reply, done) => {
     try {
-      refuseNul(req.params, "path");
-      refuseNul(req.query, "query");
-      refuseNul(req.body, "body");
+      refuseUndecodableQuery(req.url);
+      refuseBadText(req.params, "path");
+      refuseBadText(req.query, "query");
+      refuseBadText(req.body, "body");
     } catch (err) {
       return done(err as Error);
     }

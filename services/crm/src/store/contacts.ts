@@ -20,6 +20,7 @@ import {
   sameState,
   searchText,
 } from "../contacts.js";
+import { checkReferences } from "./references.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
 export type EmitContactEvent = (
@@ -65,6 +66,20 @@ function stateColumns(sql: Sql | TransactionSql, s: ContactState) {
 }
 
 const MAX_ATTEMPTS = 5;
+
+/**
+ * The owner a write gives a contact must be a member of the workspace (422 invalid_reference, as deals
+ * answer); an owner the contact already has is not checked again, so an old row stays writable.
+ */
+async function checkOwner(
+  tx: TransactionSql,
+  workspaceId: string,
+  next: ContactState,
+  found?: ContactRecord,
+) {
+  if (!next.ownerUserId || next.ownerUserId === found?.ownerUserId) return;
+  return checkReferences(tx, workspaceId, [{ path: "ownerUserId", kind: "member", id: next.ownerUserId }]);
+}
 
 export function contactStore(sql: Sql, emit: EmitContactEvent) {
   async function lockOne(tx: TransactionSql, where: ReturnType<Sql>) {
@@ -138,6 +153,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
               }
               const next = fillForUpsert(found, input, { dropEmail });
               if (sameState(found, next)) return { contact: found, created: false };
+              await checkOwner(tx, workspaceId, next, found);
               const [row] = await tx<ContactRecord[]>`
                 update contacts set ${tx(stateColumns(tx, next))}, updated_at = ${now}
                 where id = ${found.id} returning ${columns(tx)}`;
@@ -145,6 +161,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
               return { contact: row!, created: false };
             }
             const state = fillForUpsert(emptyContact(), input, { dropEmail: false });
+            await checkOwner(tx, workspaceId, state);
             const [row] = await tx<ContactRecord[]>`
               insert into contacts ${tx({
                 id: newId("ct", now.getTime()),
@@ -172,6 +189,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
           if (!found) return undefined;
           const next = applyPatch(found, patch);
           if (sameState(found, next)) return found;
+          await checkOwner(tx, workspaceId, next, found);
           const [row] = await tx<ContactRecord[]>`
             update contacts set ${tx(stateColumns(tx, next))}, updated_at = ${now}
             where id = ${found.id} returning ${columns(tx)}`;

@@ -10,6 +10,8 @@ import { touchesJson } from "../../summaries.js";
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };
 const errors = errorResponses(400, 401, 403, 404, 409);
+// A write naming an owner who is not a member of the workspace is 422 invalid_reference.
+const writeErrors = errorResponses(400, 401, 403, 404, 409, 422);
 
 const json = (res: { contact?: Contact }) => toApiJson(ContactSchema, res.contact!);
 
@@ -67,7 +69,7 @@ export const contactRoutes =
           tags: ["contacts"],
           summary: "Create or update a contact (upsert by phone, then e-mail)",
           body: upsertContactBody,
-          response: { 200: contact, 201: contact, ...errors },
+          response: { 200: contact, 201: contact, ...writeErrors },
         },
       },
       async (req, reply) => {
@@ -88,7 +90,7 @@ export const contactRoutes =
           summary: "Partial update: absent = untouched, null = cleared",
           params: idParam,
           body: patchContactBody,
-          response: { 200: contact, ...errors },
+          response: { 200: contact, ...writeErrors },
         },
       },
       async (req) =>
