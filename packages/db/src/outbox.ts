@@ -222,8 +222,8 @@ export function startOutboxRelay({
      */
     stats: () => ({ publishFailures: stats.publishFailures, failing: stats.streak > 0, leading }),
     /**
-     * Lets a publish in progress finish and its rows be deleted, then ends the session, which hands the
-     * lock to a relay standing by.
+     * Lets a publish in progress finish, publishes what is left when this relay holds the lock, then
+     * ends the session, which hands the lock to a relay standing by.
      */
     stop: async () => {
       stopped = true;
@@ -231,6 +231,9 @@ export function startOutboxRelay({
       // A relay waiting for the lock waits in a statement: only ending its session ends the wait.
       if (!leading) await session.end({ timeout: 0 });
       await running;
+      // What the last requests wrote goes out now rather than at the next start (a lone copy), unless
+      // the bus is away: then it waits in the outbox for whichever relay runs next.
+      if (leading) while ((await drain().catch(() => 0)) > 0) {}
       await session.end({ timeout: 5 });
       const l = await listening;
       if (l) await l.unlisten().catch(() => {});
