@@ -86,7 +86,10 @@ const lines = [`API:  ${api}`, `Docs: ${stack.gatewayUrl}/docs`];
 // Where each copy listens, when some run in several (FUNIL_COPIES).
 if (env.FUNIL_COPIES) {
   for (const name of [...SERVICES, "gateway"]) {
-    const urls = stack.copies(name).filter((c) => c.running).map((c) => c.url);
+    const urls = stack
+      .copies(name)
+      .filter((c) => c.running)
+      .map((c) => c.url);
     if (urls.length > 0) lines.push(`${name.padEnd(10)} ${urls.join("  ")}`);
   }
 }
