@@ -1,0 +1,124 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type GatewayCopy, gatewayCopy, newWorkspace, request, type Workspace } from "../helpers.js";
+import { contact, member, pipeline } from "./crm-fixtures.js";
+import { ahead, calendar } from "./scheduling-fixtures.js";
+
+/**
+ * Second copies of crm and scheduling beside the stack's, on the same databases and Redis, behind a gateway
+ * copy of their own: each request below goes alternately through the stack's copies and these, at once.
+ */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+async function serviceCopy(name: "crm" | "scheduling", env: Record<string, string> = {}) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [`services/${name}/dist/main.js`], {
+    env: {
+      ...process.env,
+      FUNIL_ENV: inject("funilEnv"),
+      NATS_URL: inject("natsUrl"),
+      LOG_LEVEL: "info",
+      [`${name.toUpperCase()}_PORT`]: String(port),
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => {
+      if (d.toString().includes(`${name} listening`)) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`the second ${name} copy exited (${code})`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+let copies: ChildProcess[] = [];
+let gw: GatewayCopy;
+let ws: Workspace;
+beforeAll(async () => {
+  const crm = await serviceCopy("crm");
+  const scheduling = await serviceCopy("scheduling", { CRM_URL: crm.url });
+  copies = [crm.child, scheduling.child];
+  gw = await gatewayCopy({ CRM_URL: crm.url, SCHEDULING_URL: scheduling.url });
+  ws = await newWorkspace();
+}, 60_000);
+afterAll(async () => {
+  await gw?.stop();
+  for (const c of copies) c.kill("SIGTERM");
+});
+
+/** The i-th request goes through the stack (even i) or through the copies (odd i). */
+const call = (
+  i: number,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) =>
+  request(method, `${i % 2 ? gw.url : inject("gatewayUrl")}/api/v1${path}`, body, {
+    authorization: `Bearer ${ws.key}`,
+    ...headers,
+  });
+
+describe("running copies: the rules hold when the requests land on different copies", () => {
+  it("API §9: ten identical requests with one Idempotency-Key over two crm copies create one deal", async () => {
+    const [c, pl] = await Promise.all([contact(ws), pipeline(ws)]);
+    const body = { title: "Copies", contactId: c.id, pipelineId: pl.id };
+    const key = `copies-${Date.now()}`;
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        call(i, "POST", "/opportunities", body, { "idempotency-key": key }),
+      ),
+    );
+    for (const r of results) expect([201, 409]).toContain(r.status);
+    const created = results.filter((r) => r.status === 201);
+    expect(new Set(created.map((r) => r.body.id)).size).toBe(1);
+    expect(created.filter((r) => r.headers.get("idempotent-replayed") === null)).toHaveLength(1);
+    const deals = await call(0, "GET", `/opportunities?contactId=${c.id}`);
+    expect(deals.body.data).toHaveLength(1);
+  });
+
+  it("API §7: one time of one assignee booked at once over two scheduling copies: one 201, the rest 409 slot_taken", async () => {
+    const who = (await member(ws)).id;
+    const cal = await calendar(ws, { assigneeUserIds: [who] });
+    const c = await contact(ws);
+    const body = { calendarId: cal.id, contactId: c.id, startAt: ahead(6, "14:00"), assigneeUserId: who };
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => call(i, "POST", "/appointments", body)),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of results.filter((x) => x.status !== 201)) {
+      expect(r.status).toBe(409);
+      expect(r.body.error.code).toBe("slot_taken");
+    }
+  });
+
+  it("API §7: a day's cap holds over two scheduling copies: 6 bookings at once on a cap of 2 give two 201", async () => {
+    const who = (await member(ws)).id;
+    const cal = await calendar(ws, { dailyCap: 2, assigneeUserIds: [who] });
+    const c = await contact(ws);
+    const times = ["09:00", "09:30", "10:00", "10:30", "11:00", "11:30"];
+    const results = await Promise.all(
+      times.map((t, i) =>
+        call(i, "POST", "/appointments", {
+          calendarId: cal.id,
+          contactId: c.id,
+          startAt: ahead(7, t),
+          assigneeUserId: who,
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(2);
+    for (const r of results.filter((x) => x.status !== 201)) {
+      expect(r.status).toBe(422);
+      expect(r.body.error.code).toBe("daily_cap_reached");
+    }
+  });
+});
