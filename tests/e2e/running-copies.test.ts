@@ -1,7 +1,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type GatewayCopy, gatewayCopy, newWorkspace, request, type Workspace } from "../helpers.js";
+import {
+  type GatewayCopy,
+  gatewayCopy,
+  ingestClient,
+  newWorkspace,
+  request,
+  type Workspace,
+  waitFor,
+} from "../helpers.js";
 import { contact, member, pipeline } from "./crm-fixtures.js";
 import { ahead, calendar } from "./scheduling-fixtures.js";
 
@@ -17,7 +25,7 @@ const freePort = () =>
     });
   });
 
-async function serviceCopy(name: "crm" | "scheduling", env: Record<string, string> = {}) {
+async function serviceCopy(name: "crm" | "scheduling" | "timeline", env: Record<string, string> = {}) {
   const port = await freePort();
   const child = spawn(process.execPath, [`services/${name}/dist/main.js`], {
     env: {
@@ -45,7 +53,8 @@ let ws: Workspace;
 beforeAll(async () => {
   const crm = await serviceCopy("crm");
   const scheduling = await serviceCopy("scheduling", { CRM_URL: crm.url });
-  copies = [crm.child, scheduling.child];
+  const timeline = await serviceCopy("timeline");
+  copies = [crm.child, scheduling.child, timeline.child];
   gw = await gatewayCopy({ CRM_URL: crm.url, SCHEDULING_URL: scheduling.url });
   ws = await newWorkspace();
 }, 60_000);
@@ -119,6 +128,45 @@ describe("running copies: the rules hold when the requests land on different cop
     for (const r of results.filter((x) => x.status !== 201)) {
       expect(r.status).toBe(422);
       expect(r.body.error.code).toBe("daily_cap_reached");
+    }
+  });
+});
+
+describe("running copies: timeline ingest", () => {
+  it("API §8: messages published twice, taken in batches by two timeline copies, are stored once; the touches are the earliest and latest", async () => {
+    const ingest = await ingestClient();
+    try {
+      const phone = `+55 41 9${String(Date.now()).slice(-8)}`;
+      const contactId = (await call(0, "POST", "/contacts", { name: "Ingest", phone })).body.id as string;
+      const at = (i: number) => new Date(Date.UTC(2026, 0, 10, 10, i)).toISOString();
+      const messages = Array.from({ length: 30 }, (_, i) => ({
+        workspaceId: ws.id,
+        rowId: `copies-${contactId}-${i}`,
+        channel: "whatsapp",
+        direction: "outbound",
+        contactId,
+        conversationId: `cv-${contactId}`,
+        channelInstanceId: "inst-1",
+        senderUserId: "u1",
+        sentAt: at((i * 7) % 30),
+        preview: "hi",
+      }));
+      // Each message twice, shuffled, all at once: the two copies share the durable consumer.
+      const twice = [...messages, ...messages].sort(() => Math.random() - 0.5);
+      await Promise.all(twice.map((m) => ingest.publish("ingest.inbox.message", m)));
+      const list = await waitFor(async () => {
+        const res = await call(1, "GET", `/interactions?contactId=${contactId}&limit=100`);
+        return res.body.data.length >= 30 ? res.body.data : undefined;
+      }, 20_000);
+      await new Promise((r) => setTimeout(r, 500));
+      const again = await call(0, "GET", `/interactions?contactId=${contactId}&limit=100`);
+      expect(again.body.data).toHaveLength(30);
+      expect(list).toHaveLength(30);
+      const read = await call(1, "GET", `/contacts/${contactId}`);
+      expect(read.body.firstHumanTouchAt).toBe(at(0));
+      expect(read.body.lastHumanTouchAt).toBe(at(29));
+    } finally {
+      await ingest.close();
     }
   });
 });
