@@ -171,8 +171,9 @@ async function ensureConsumer(nc: NatsConnection, spec: ConsumerSpec) {
  * Durable pull consumer with explicit acks; copies of a service share it.
  * The loop restarts itself after an error and stops with the returned stop():
  * it pulls no more, lets the messages being handled finish, and naks those
- * pulled but not started, so that they go to another copy at once instead of
- * after the ack wait.
+ * pulled but not started, so that they go to another copy's waiting pull at
+ * once (one that the server hands to this copy's last pull request, which it
+ * keeps until it expires, comes back after the ack wait).
  */
 export async function consume(
   nc: NatsConnection,
