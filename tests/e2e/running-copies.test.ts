@@ -25,7 +25,10 @@ const freePort = () =>
     });
   });
 
-async function serviceCopy(name: "crm" | "scheduling" | "timeline", env: Record<string, string> = {}) {
+async function serviceCopy(
+  name: "crm" | "scheduling" | "timeline" | "learning",
+  env: Record<string, string> = {},
+) {
   const port = await freePort();
   const child = spawn(process.execPath, [`services/${name}/dist/main.js`], {
     env: {
@@ -54,8 +57,14 @@ beforeAll(async () => {
   const crm = await serviceCopy("crm");
   const scheduling = await serviceCopy("scheduling", { CRM_URL: crm.url });
   const timeline = await serviceCopy("timeline");
-  copies = [crm.child, scheduling.child, timeline.child];
-  gw = await gatewayCopy({ CRM_URL: crm.url, SCHEDULING_URL: scheduling.url });
+  const learning = await serviceCopy("learning");
+  copies = [crm.child, scheduling.child, timeline.child, learning.child];
+  gw = await gatewayCopy({
+    CRM_URL: crm.url,
+    SCHEDULING_URL: scheduling.url,
+    TIMELINE_URL: timeline.url,
+    LEARNING_URL: learning.url,
+  });
   ws = await newWorkspace();
 }, 60_000);
 afterAll(async () => {
@@ -165,6 +174,43 @@ describe("running copies: timeline ingest", () => {
       const read = await call(1, "GET", `/contacts/${contactId}`);
       expect(read.body.firstHumanTouchAt).toBe(at(0));
       expect(read.body.lastHumanTouchAt).toBe(at(29));
+    } finally {
+      await ingest.close();
+    }
+  });
+});
+
+describe("running copies: the learning consumer", () => {
+  it("API §10: a platform's messages shuffled over two learning copies give each learner its latest login and ip", async () => {
+    const operator = await newWorkspace({ operator: true, scopes: ["platform.read"] });
+    const ingest = await ingestClient();
+    try {
+      const run = `copies${Date.now().toString(36)}`;
+      const at = (h: number) => new Date(Date.UTC(2026, 10, 1, h)).toISOString();
+      const users = Array.from({ length: 8 }, (_, i) => `${run}_${i}`);
+      const messages = users.flatMap((userId) => [
+        [
+          "platform.user.upserted",
+          { userId, name: `Aluno ${userId}`, email: `${userId}@x.io`, createdAt: at(0) },
+        ],
+        [
+          "platform.enrollment.upserted",
+          { userId, courseId: `${run}_c`, status: "active", progressPct: 10, startedAt: at(0) },
+        ],
+        ...[3, 9, 5, 1, 7].map((h) => ["platform.session.opened", { userId, at: at(h), ip: `192.0.2.${h}` }]),
+      ]) as Array<[string, unknown]>;
+      const shuffled = [...messages, ...messages].sort(() => Math.random() - 0.5);
+      await Promise.all(shuffled.map(([subject, data]) => ingest.publish(subject, data)));
+      for (const [i, userId] of users.entries()) {
+        const via = i % 2 ? gw.url : inject("gatewayUrl");
+        const read = await waitFor(async () => {
+          const res = await request("GET", `${via}/api/v1/platform/users/${userId}?days=365`, undefined, {
+            authorization: `Bearer ${operator.key}`,
+          });
+          return res.status === 200 && res.body.access?.lastIp === "192.0.2.9" ? res.body : undefined;
+        }, 20_000);
+        expect(read.access).toMatchObject({ lastLoginAt: at(9), lastIp: "192.0.2.9" });
+      }
     } finally {
       await ingest.close();
     }
