@@ -88,7 +88,7 @@ describe("processes (DESIGN: configuration and shutdown)", () => {
     const p = run("services/crm/dist/main.js", { CRM_PORT: String(port) });
     await started(p, "crm listening");
     p.child.kill("SIGTERM");
-    expect(await p.exited).toBe(0);
+    expect(await p.exited, p.output()).toBe(0);
   });
 });
 
