@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureInfra } from "./infra.mjs";
-import { startStack } from "./stack.mjs";
+import { parseCopies, SERVICES, startStack } from "./stack.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
@@ -40,13 +40,15 @@ if (env.FUNIL_REBUILD === "1" || workspaceDirs().some((ws) => !fs.existsSync(pat
 
 let stack;
 try {
+  // Checked before anything starts: a typo in FUNIL_COPIES is a clear error, not a stack of the wrong shape.
+  const copies = parseCopies(env.FUNIL_COPIES);
   await ensureInfra({
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
     natsUrl: env.NATS_URL || undefined,
     log: say,
   });
-  stack = await startStack({ stdio: "prefix", port: env.PORT || 8080, restart: true });
+  stack = await startStack({ stdio: "prefix", port: env.PORT || 8080, restart: true, copies });
 } catch (err) {
   console.error(`[funil] ${err.message}`);
   process.exit(1);
@@ -81,6 +83,16 @@ setInterval(() => process.ppid !== parent && shutdown(0), 1000).unref();
 
 const api = `${stack.gatewayUrl}/api/v1`;
 const lines = [`API:  ${api}`, `Docs: ${stack.gatewayUrl}/docs`];
+// Where each copy listens, when some run in several (FUNIL_COPIES).
+if (env.FUNIL_COPIES) {
+  for (const name of [...SERVICES, "gateway"]) {
+    const urls = stack
+      .copies(name)
+      .filter((c) => c.running)
+      .map((c) => c.url);
+    if (urls.length > 0) lines.push(`${name.padEnd(10)} ${urls.join("  ")}`);
+  }
+}
 if (!env.ADMIN_TOKEN) {
   // The seed CLI must reach this same stack, so the hint repeats what sets it apart from the default one.
   const extra = [

@@ -199,4 +199,58 @@ describe("JetStream helpers (DESIGN: one place for streams and consumers)", () =
       await (await jetstreamManager(nc)).consumers.delete(names.stream("EVENTS"), "unit-batches");
     }
   });
+
+  it("stop(): the message being handled finishes, those pulled and not started are not handled here but go back, to another copy", async () => {
+    const publish = publisher(nc);
+    const spec = {
+      stream: names.stream("EVENTS"),
+      durable: `unit-stop-${Date.now()}`,
+      filterSubject: names.subject("events.stop.>"),
+      ackWaitMs: 2_000,
+    };
+    const first: string[] = [];
+    let started!: () => void;
+    const handling = new Promise<void>((r) => {
+      started = r;
+    });
+    const a = await consume(
+      nc,
+      spec,
+      async (m) => {
+        started();
+        await new Promise((r) => setTimeout(r, 1000));
+        first.push(m.string());
+        m.ack();
+      },
+      () => {},
+    );
+    for (let i = 0; i < 10; i++)
+      await publish(
+        names.subject("events.stop.item"),
+        new TextEncoder().encode(String(i)),
+        `s-${i}-${Date.now()}`,
+      );
+    await handling;
+    // Every message has reached this process (a message still on its way when the pull ends comes back
+    // only after the ack wait: nothing can hand back what it never got).
+    await new Promise((r) => setTimeout(r, 200));
+    await a.stop();
+    expect(first).toHaveLength(1);
+    // Naked, they go to the next pull request waiting; one that lands on the stopped copy's last pull
+    // (the server keeps it until it expires) comes back after the ack wait.
+    const second: string[] = [];
+    const b = await consume(
+      nc,
+      spec,
+      async (m) => {
+        second.push(m.string());
+        m.ack();
+      },
+      () => {},
+    );
+    const deadline = Date.now() + 10_000;
+    while (new Set(second).size < 9 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await b.stop();
+    expect(new Set([...first, ...second]).size).toBe(10);
+  });
 });

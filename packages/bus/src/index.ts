@@ -209,7 +209,11 @@ async function ensureConsumer(nc: NatsConnection, spec: ConsumerSpec) {
 
 /**
  * Durable pull consumer with explicit acks; copies of a service share it.
- * The loop restarts itself after an error and stops with the returned stop().
+ * The loop restarts itself after an error and stops with the returned stop():
+ * it pulls no more, lets the messages being handled finish, and naks those
+ * pulled but not started, so that they go to another copy's waiting pull at
+ * once (one that the server hands to this copy's last pull request, which it
+ * keeps until it expires, comes back after the ack wait).
  */
 export async function consume(
   nc: NatsConnection,
@@ -233,6 +237,11 @@ export async function consume(
         current = messages;
         const inFlight = new Set<Promise<void>>();
         for await (const m of messages) {
+          // Stopping: what was pulled and not started goes back at once, for another copy (or the next start).
+          if (stopped) {
+            m.nak();
+            continue;
+          }
           if (m.info.redelivered) redeliveries++;
           lagMs = Math.max(0, Date.now() - Math.floor(m.info.timestampNanos / 1e6));
           const done: Promise<void> = handle(m)
@@ -303,7 +312,7 @@ export async function consumeBatches(
         /** Starts a batch of what is waiting, unless `concurrency` are running (a finishing one calls again). */
         const flush = () => {
           scheduled = false;
-          if (waiting.length === 0 || inFlight.size >= concurrency) return;
+          if (stopped || waiting.length === 0 || inFlight.size >= concurrency) return;
           const msgs = waiting.splice(0, size);
           const done: Promise<void> = handle(msgs)
             .catch((err) => {
@@ -317,6 +326,10 @@ export async function consumeBatches(
           inFlight.add(done);
         };
         for await (const m of messages) {
+          if (stopped) {
+            m.nak();
+            continue;
+          }
           if (m.info.redelivered) redeliveries++;
           lagMs = Math.max(0, Date.now() - Math.floor(m.info.timestampNanos / 1e6));
           waiting.push(m);
@@ -325,6 +338,8 @@ export async function consumeBatches(
             flush();
           } else schedule();
         }
+        // Stopping: the batches running finish; what waited for one goes back.
+        if (stopped) for (const m of waiting.splice(0)) m.nak();
         while (waiting.length > 0) {
           while (inFlight.size >= concurrency) await Promise.race(inFlight);
           flush();

@@ -115,6 +115,82 @@ describe("transactional outbox (API §12)", () => {
   });
 });
 
+describe("outbox relays in several copies (one publisher per database)", () => {
+  it("with 3 relays on one outbox each entity's events reach the stream in commit order, and killing the publishing relay mid-run loses nothing", async () => {
+    await sql`create table if not exists relay_entities (id text primary key, n int not null)`;
+    await sql`truncate relay_entities`;
+    const type = `x.ordered${Date.now()}`;
+    const dbName = names.database("db");
+    const killed = new Set<number>();
+    const relays = await Promise.all(
+      [0, 1, 2].map(async (i) => {
+        const own = await openDatabase(server, dbName, { max: 2 });
+        const publish = publisher(nc);
+        // A killed relay's process is gone: nothing it had not sent yet leaves it.
+        const relay = startOutboxRelay({
+          sql: own,
+          onError: () => {},
+          publish: (subject, payload, id) =>
+            killed.has(i) ? new Promise<void>(() => {}) : publish(subject, payload, id),
+        });
+        return { relay, own };
+      }),
+    );
+    const leaders = () => relays.filter((r) => r.relay.stats().leading);
+    await expect.poll(() => leaders().length, { timeout: 5000 }).toBe(1);
+
+    const entities = Array.from({ length: 40 }, (_, i) => `e${i}`);
+    const perEntity = 8;
+    // Each event bumps its entity's counter in the event's own transaction: the row lock serializes the
+    // writes of one entity, so n is that entity's commit order.
+    const write = (entity: string) =>
+      sql.begin(async (tx) => {
+        const [row] = await tx<{ n: number }[]>`
+          insert into relay_entities (id, n) values (${entity}, 1)
+          on conflict (id) do update set n = relay_entities.n + 1 returning n`;
+        await writeEvent(tx, subjectOf, {
+          type,
+          workspaceId: "ws",
+          occurredAt: new Date(),
+          data: { entity, n: row!.n },
+        });
+      });
+    const round = () => Promise.all(entities.map((e) => write(e)));
+    for (let k = 0; k < perEntity / 2; k++) await round();
+    // Kill the publishing relay: its session ends as a dead process's would, and one standing by takes over.
+    const leader = relays.findIndex((r) => r.relay.stats().leading);
+    killed.add(leader);
+    // Dead, it never asks for the lock again (its stop() would wait for its hung publish forever).
+    void relays[leader]!.relay.stop();
+    await sql`
+      select pg_terminate_backend(pid) from pg_locks
+      where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = ${dbName})`;
+    for (let k = perEntity / 2; k < perEntity; k++) await round();
+
+    const published = async () =>
+      (await streamMessages()).filter((m) => m.type === type) as unknown as Array<{
+        data: { entity: string; n: number };
+      }>;
+    await expect
+      .poll(async () => (await published()).length, { timeout: 15_000 })
+      .toBe(entities.length * perEntity);
+    const order = new Map<string, number[]>();
+    for (const m of await published())
+      order.set(m.data.entity, [...(order.get(m.data.entity) ?? []), m.data.n]);
+    const expected = Array.from({ length: perEntity }, (_, i) => i + 1);
+    for (const e of entities) expect(order.get(e), e).toEqual(expected);
+    expect(leaders().map((r) => relays.indexOf(r))).not.toContain(leader);
+    expect(await sql`select 1 from outbox`).toHaveLength(0);
+
+    await Promise.all(
+      relays.map(async ({ relay, own }, i) => {
+        if (i !== leader) await relay.stop();
+        await own.end({ timeout: 1 });
+      }),
+    );
+  }, 30_000);
+});
+
 describe("migration runner", () => {
   it("applies each migration once, also when several copies start together", async () => {
     const results = await Promise.all([migrate(sql), migrate(sql), migrate(sql)]);

@@ -1,4 +1,4 @@
-import type { Sql, TransactionSql } from "./client.js";
+import { postgres, type Sql, type TransactionSql } from "./client.js";
 import { newId } from "./ids.js";
 
 /** The envelope of every domain event (API.md §12). */
@@ -67,11 +67,28 @@ interface RelayOptions {
 }
 
 /**
- * Publishes outbox rows in order and deletes them once the bus acknowledged
- * them. Rows are claimed with FOR UPDATE SKIP LOCKED so several copies of a
- * service share the work; the event id is the JetStream message id, so a
- * crash after publishing and before deleting republishes a duplicate that the
- * stream drops.
+ * The advisory lock (per database: PostgreSQL scopes these to the database) whose holder is the one relay
+ * that publishes. Any constant works as long as nothing else in these databases takes it.
+ */
+const RELAY_LOCK = 7_277_101_843_010_321n;
+
+/**
+ * Publishes outbox rows in commit order and deletes them once the bus
+ * acknowledged them; the event id is the JetStream message id, so a crash
+ * after publishing and before deleting republishes a duplicate that the stream
+ * drops.
+ *
+ * Copies of a service share one outbox, and only one relay publishes at a
+ * time: the holder of an advisory lock taken on a connection of its own. The
+ * others wait on that lock (a plain statement, no transaction open) and one of
+ * them takes over the moment the holder's connection ends: a stop, a crash or
+ * a kill ends the process's session, and PostgreSQL releases its locks with
+ * it. Two relays claiming batches side by side would each send their batch at
+ * once, so a deal's `opportunity.won` could reach the stream before its
+ * `opportunity.created`; one publisher sending rows in `seq` order keeps each
+ * entity's events in commit order (two writes of one entity are serialized by
+ * its row lock, so the later one's row gets the higher seq). No transaction is
+ * held while publishing: the rows are read, sent, then deleted.
  *
  * A failed drain is retried after 100 ms, doubling up to 500 ms, and wake()
  * (called when the bus reconnects) retries at once: events flow again within
@@ -102,25 +119,41 @@ export function startOutboxRelay({
     })
     .catch((err) => onError?.(err));
 
+  // The lock lives as long as this one session: never released for being idle or old, and a session that
+  // ends (the server restarted, the network cut) is seen at once, so that this relay stops publishing
+  // before it takes the lock again on a new session.
+  let leading = false;
+  const session = postgres({
+    ...sql.options,
+    max: 1,
+    idle_timeout: null,
+    max_lifetime: null,
+    onclose: () => {
+      leading = false;
+    },
+  } as unknown as postgres.Options<Record<string, never>>);
+
   async function drainOnce(): Promise<number> {
-    return sql.begin(async (tx) => {
-      // The envelope is published as PostgreSQL stored it, as text: read as jsonb, the driver parsed it
-      // into objects (camel-casing every key on the way) only for it to be stringified again; a webhook
-      // fan-out's jobs (64 ids each) made that about 16 KB of garbage per job (bench:webhooks).
-      const rows = await tx<{ seq: string; id: string; subject: string; envelope: string }[]>`
-        select seq, id, subject, envelope::text as envelope from outbox order by seq limit ${batch}
-        for update skip locked`;
-      // Sent back to back on one connection, so the stream stores them in this order; a catch-up after an
-      // outage costs one round trip per batch, not one per event.
-      await Promise.all(rows.map((row) => publish(row.subject, encoder.encode(row.envelope), row.id)));
-      if (rows.length > 0) {
-        await tx`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
-      }
-      return rows.length;
-    });
+    if (!leading) {
+      await session`select pg_advisory_lock(${RELAY_LOCK.toString()}::bigint)`;
+      leading = true;
+    }
+    // The envelope is published as PostgreSQL stored it, as text: read as jsonb, the driver parsed it
+    // into objects (camel-casing every key on the way) only for it to be stringified again; a webhook
+    // fan-out's jobs (64 ids each) made that about 16 KB of garbage per job (bench:webhooks).
+    const rows = await session<{ seq: string; id: string; subject: string; envelope: string }[]>`
+      select seq, id, subject, envelope::text as envelope from outbox order by seq limit ${batch}`;
+    if (!leading) throw new Error("outbox relay: lost its session while reading");
+    // Sent back to back on one connection, so the stream stores them in this order; a catch-up after an
+    // outage costs one round trip per batch, not one per event.
+    await Promise.all(rows.map((row) => publish(row.subject, encoder.encode(row.envelope), row.id)));
+    if (rows.length > 0) {
+      await session`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
+    }
+    return rows.length;
   }
 
-  // One drain at a time per relay: flush() waits for the loop's drain instead of skipping its locked rows.
+  // One drain at a time per relay: flush() waits for the loop's drain.
   let busy: Promise<unknown> = Promise.resolve();
   function drain(): Promise<number> {
     const run = busy.then(drainOnce);
@@ -133,6 +166,8 @@ export function startOutboxRelay({
         return n;
       },
       (err: unknown) => {
+        // Waiting for the lock ends with an error when stop() closes the session: not a failure.
+        if (stopped) throw err;
         stats.publishFailures++;
         if (stats.streak++ === 0) {
           stats.failingSince = Date.now();
@@ -172,7 +207,7 @@ export function startOutboxRelay({
   return {
     /** Resolves once the relay listens for notifications (until then it only polls). */
     ready: listening.then(() => {}),
-    /** Publishes everything pending now (tests and shutdown). */
+    /** Publishes everything pending now, once this relay holds the lock (tests). */
     flush: async () => {
       while ((await drain()) > 0) {}
     },
@@ -181,12 +216,25 @@ export function startOutboxRelay({
       woken = true;
       wake?.();
     },
-    /** Failed publish attempts since start, and whether the relay is failing now. */
-    stats: () => ({ publishFailures: stats.publishFailures, failing: stats.streak > 0 }),
+    /**
+     * Failed attempts since start, whether the relay is failing now, and whether it is the one that
+     * publishes (the others stand by).
+     */
+    stats: () => ({ publishFailures: stats.publishFailures, failing: stats.streak > 0, leading }),
+    /**
+     * Lets a publish in progress finish, publishes what is left when this relay holds the lock, then
+     * ends the session, which hands the lock to a relay standing by.
+     */
     stop: async () => {
       stopped = true;
       wake?.();
+      // A relay waiting for the lock waits in a statement: only ending its session ends the wait.
+      if (!leading) await session.end({ timeout: 0 });
       await running;
+      // What the last requests wrote goes out now rather than at the next start (a lone copy), unless
+      // the bus is away: then it waits in the outbox for whichever relay runs next.
+      if (leading) while ((await drain().catch(() => 0)) > 0) {}
+      await session.end({ timeout: 5 });
       const l = await listening;
       if (l) await l.unlisten().catch(() => {});
     },

@@ -7,7 +7,7 @@ import {
   publisher,
   watchBus,
 } from "@funil/bus";
-import { type Clock, createLogger, type Logger, type Naming, naming } from "@funil/config";
+import { type Clock, createLogger, type Logger, loadConfig, type Naming, naming, z } from "@funil/config";
 import {
   migrate,
   openDatabase,
@@ -53,8 +53,14 @@ export interface ServiceConfig {
 
 export interface Wired {
   routes: (router: ConnectRouter) => void;
-  /** The service's own background work (consumers…), stopped before the shared parts. */
+  /**
+   * The service's own background work (consumers…), stopped as soon as the process is asked to stop,
+   * while the server answers the calls it has read: it takes no new work, finishes or hands back what
+   * it holds.
+   */
   stop?: () => Promise<void>;
+  /** What the handlers use besides the database (a Redis client), released once the server answered all. */
+  release?: () => Promise<void>;
   /** Its consumers, whose redeliveries and lag the HealthService reports (/metrics). */
   consumers?: Consumer[];
   /** Its own dependencies, reported by the HealthService beside the database and the bus. */
@@ -139,9 +145,14 @@ export async function startService(opts: {
     nc,
     relay,
     log,
+    /**
+     * The server reports not serving and answers every call it has read while the consumers stop pulling
+     * and finish or hand back what they hold; then the outbox relay publishes what those last writes
+     * left, and the bus and the database close.
+     */
     async stop() {
-      await server.close();
-      await wired.stop?.();
+      await Promise.all([server.close(), wired.stop?.()]);
+      await wired.release?.();
       idempotencyCleanup.stop();
       await relay.stop();
       await nc.drain();
@@ -150,3 +161,48 @@ export async function startService(opts: {
   };
 }
 export type StartedService = Awaited<ReturnType<typeof startService>>;
+
+const shutdownEnv = z.object({
+  /** How long a process may take to stop after SIGTERM before it exits anyway. */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1).default(20_000),
+});
+
+/**
+ * Bounds a process's stop() by SHUTDOWN_TIMEOUT_MS (default 20 s): an orchestrator kills a process that
+ * outlives its grace period, so one that cannot finish (a webhook receiver that hangs, a database that
+ * does not answer) exits on its own first, with a line saying so, and exit code 1. Whatever it had not
+ * finished is found again by the others: unacknowledged messages come back, outbox rows stay.
+ */
+export function stoppingWithin<C, R extends { stop(): Promise<void> }>(
+  name: string,
+  start: (config: C, clock: Clock) => Promise<R>,
+): (config: C, clock: Clock) => Promise<R> {
+  return async (config, clock) => {
+    const { SHUTDOWN_TIMEOUT_MS } = loadConfig(shutdownEnv);
+    const running = await start(config, clock);
+    return {
+      ...running,
+      stop: () =>
+        new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => {
+            const level = (config as { LOG_LEVEL?: string }).LOG_LEVEL ?? "info";
+            createLogger(name, level).error(
+              { timeoutMs: SHUTDOWN_TIMEOUT_MS },
+              `${name} did not stop within SHUTDOWN_TIMEOUT_MS; exiting anyway`,
+            );
+            reject(new Error("shutdown timed out"));
+          }, SHUTDOWN_TIMEOUT_MS);
+          running.stop().then(
+            () => {
+              clearTimeout(timer);
+              resolve();
+            },
+            (err: unknown) => {
+              clearTimeout(timer);
+              reject(err);
+            },
+          );
+        }),
+    };
+  };
+}

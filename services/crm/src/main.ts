@@ -1,5 +1,5 @@
-import { runService } from "@funil/rpc";
+import { runService, stoppingWithin } from "@funil/rpc";
 import { crmConfig } from "./config.js";
 import { start } from "./server.js";
 
-runService(crmConfig, start);
+runService(crmConfig, stoppingWithin("crm", start));

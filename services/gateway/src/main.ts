@@ -1,5 +1,5 @@
-import { runService } from "@funil/rpc";
+import { runService, stoppingWithin } from "@funil/rpc";
 import { gatewayConfig } from "./config.js";
 import { startGateway } from "./server.js";
 
-runService(gatewayConfig, startGateway);
+runService(gatewayConfig, stoppingWithin("gateway", startGateway));

@@ -1,5 +1,5 @@
-import { runService } from "@funil/rpc";
+import { runService, stoppingWithin } from "@funil/rpc";
 import { learningConfig } from "./config.js";
 import { start } from "./server.js";
 
-runService(learningConfig, start);
+runService(learningConfig, stoppingWithin("learning", start));

@@ -1,5 +1,5 @@
-import { runService } from "@funil/rpc";
+import { runService, stoppingWithin } from "@funil/rpc";
 import { schedulingConfig } from "./config.js";
 import { start } from "./server.js";
 
-runService(schedulingConfig, start);
+runService(schedulingConfig, stoppingWithin("scheduling", start));

@@ -65,7 +65,8 @@ export async function start(config: SchedulingConfig, clock: Clock) {
           clock,
         }),
         dependencies: async () => [await guard.check()],
-        stop: async () => {
+        // Bookings in flight still ask the guard: Redis goes once the server has answered them.
+        release: async () => {
           redis.disconnect();
         },
       };

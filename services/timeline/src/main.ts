@@ -1,5 +1,5 @@
-import { runService } from "@funil/rpc";
+import { runService, stoppingWithin } from "@funil/rpc";
 import { timelineConfig } from "./config.js";
 import { start } from "./server.js";
 
-runService(timelineConfig, start);
+runService(timelineConfig, stoppingWithin("timeline", start));

@@ -1,5 +1,5 @@
-import { runService } from "@funil/rpc";
+import { runService, stoppingWithin } from "@funil/rpc";
 import { webhooksConfig } from "./config.js";
 import { start } from "./server.js";
 
-runService(webhooksConfig, start);
+runService(webhooksConfig, stoppingWithin("webhooks", start));

@@ -172,6 +172,9 @@ export async function startSender(deps: {
   const leaseMs = settings.timeoutMs + 5_000;
   const ackWaitMs = leaseMs + 5_000;
   const running = new Set<Promise<void>>();
+  // Once stopping, a running job starts no more attempts: the ones under way finish and are recorded, the
+  // rest of the job goes back to JetStream at once, for another copy.
+  let stopping = false;
   // The jobs held by this process, by id; each holds its lease until released.
   const holder = randomUUID();
   const working = new Map<string, JsMsg>();
@@ -365,7 +368,7 @@ export async function startSender(deps: {
     let next = 0;
     let waitMs = Number.POSITIVE_INFINITY;
     const lane = async () => {
-      while (next < ids.length) {
+      while (next < ids.length && !stopping) {
         const at = next++;
         const id = ids[at]!;
         const outcome = await attempt(subscriptionId, id, reads[at]!, readAt).catch((err): Outcome => {
@@ -378,6 +381,7 @@ export async function startSender(deps: {
     try {
       const lanes = Math.min(ids.length, settings.maxInFlightPerSubscription * LANES_PER_SLOT);
       await Promise.all(Array.from({ length: lanes }, lane));
+      if (next < ids.length) waitMs = 0;
     } finally {
       working.delete(job.id);
       // Released before the job is handed back, so that it finds its lease free when it returns; if the
@@ -393,7 +397,8 @@ export async function startSender(deps: {
     const work = runJob(entry.m, subscriptionId, entry.job).finally(() => {
       running.delete(work);
       const next = jobs.done(subscriptionId);
-      if (next) start(subscriptionId, next);
+      if (next && stopping) next.m.nak();
+      else if (next) start(subscriptionId, next);
     });
     running.add(work);
   }
@@ -428,8 +433,12 @@ export async function startSender(deps: {
 
   return {
     consumer,
-    /** Stops taking jobs, hands back those waiting here, then lets the running ones finish. */
+    /**
+     * Stops taking jobs, hands back those waiting here, lets the attempts under way finish and be
+     * recorded, and hands back what the running jobs had not attempted yet.
+     */
     async stop() {
+      stopping = true;
       await consumer.stop();
       for (const waiting of jobs.takeWaiting()) waiting.m.nak();
       await Promise.allSettled([...running]);
