@@ -161,9 +161,9 @@ describe.each(bodyOps.map((o) => [`${o.method} ${o.path}`, o] as const))("kept a
     );
   });
 
-  it.runIf(free.length > 0 && !SET_ONCE.has(`${o.method} ${o.path}`))(
-    "issue finding 4: every free-text field keeps any Unicode text as sent (astral, combining, RTL)",
-    async () => {
+  // Operations without free text, or whose text is set once and kept (SET_ONCE), have no such test.
+  if (free.length > 0 && !SET_ONCE.has(`${o.method} ${o.path}`))
+    it("issue finding 4: every free-text field keeps any Unicode text as sent (astral, combining, RTL)", async () => {
       const first = await call(o, JSON.stringify({ ...baseBody(o), [free[0]![0]]: "plain" }));
       // An operation whose smallest body needs more than the document says (a free slot) is left out here.
       if (first.status >= 400) return;
@@ -182,8 +182,7 @@ describe.each(bodyOps.map((o) => [`${o.method} ${o.path}`, o] as const))("kept a
         ),
         { numRuns: RUNS * 2 },
       );
-    },
-  );
+    });
 });
 
 it("the free text of contacts, deals, tasks, notes and webhooks was round-tripped", () => {

@@ -37,6 +37,13 @@ const PARTS: Record<string, Part> = {
   headers: "headers",
 };
 
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The first step of a graceful stop: not ready, and every answer closes its connection. */
+    beginStop(): void;
+  }
+}
+
 /** The gateway as a Fastify app: server.ts starts and stops it, tests build it directly. */
 export async function buildApp(ctx: GatewayContext, options: FastifyServerOptions = {}) {
   const app = Fastify({
@@ -77,14 +84,21 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     reply.header("x-request-id", req.id);
     done();
   });
-  // Graceful shutdown: requests in flight finish, then their keep-alive connections close instead
-  // of holding close() open until the client lets go of them.
+  // Graceful shutdown. beginStop() (server.ts, at SIGTERM) makes /readyz answer 503 and every answer
+  // close its connection, so that a load balancer following readiness sends new requests elsewhere
+  // while this copy still serves; close() then lets requests in flight finish and closes the keep-alive
+  // connections instead of holding close() open until the client lets go of them.
+  let stopping = false;
   let draining: NodeJS.Timeout | undefined;
+  app.decorate("beginStop", () => {
+    stopping = true;
+  });
   app.addHook("preClose", async () => {
+    stopping = true;
     draining = setInterval(() => app.server.closeIdleConnections(), 50);
   });
   app.addHook("onSend", (_req, reply, payload, done) => {
-    if (draining) reply.header("connection", "close");
+    if (stopping) reply.header("connection", "close");
     done(null, payload);
   });
   app.addHook("onClose", async () => clearInterval(draining));
@@ -128,7 +142,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   await app.register(openapiPlugin);
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  readyzRoute(app, health);
+  readyzRoute(app, health, () => stopping);
 
   await app.register(
     async (v1) => {

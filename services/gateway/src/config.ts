@@ -26,6 +26,12 @@ export const gatewayConfig = baseEnv.extend({
   /** How long a resolved key is cached; revocations and scope changes invalidate at once. */
   KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * Time between SIGTERM (from then on /readyz answers 503) and the listener closing, so that a load
+   * balancer that follows readiness stops sending new requests before connections are refused. 0 where
+   * the orchestrator already waits (Kubernetes' preStop) or nothing balances the gateway.
+   */
+  SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
   /** Origins browsers may call the API from, comma-separated (`*`: any); unset: no CORS. */
   CORS_ORIGINS: z
     .string()

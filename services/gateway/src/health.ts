@@ -205,16 +205,14 @@ export function healthChecks(deps: { sql: Sql; redis: Redis; config: GatewayConf
 }
 export type HealthChecks = ReturnType<typeof healthChecks>;
 
-/** GET /readyz: the checks in the body; 503 (with the error body) when a required one failed. */
-export function readyzRoute(app: FastifyInstance, health: HealthChecks) {
-  // A gateway asked to stop is not ready from that moment on, whatever its dependencies say: a load
-  // balancer still polling it sends new clients elsewhere while it answers the requests it has read.
-  let stopping = false;
-  app.addHook("preClose", async () => {
-    stopping = true;
-  });
+/**
+ * GET /readyz: the checks in the body; 503 (with the error body) when a required one failed. A gateway
+ * asked to stop is not ready from that moment on, whatever its dependencies say: a load balancer still
+ * polling it sends new clients elsewhere while it answers the requests it has read.
+ */
+export function readyzRoute(app: FastifyInstance, health: HealthChecks, stopping: () => boolean) {
   app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
-    if (stopping) {
+    if (stopping()) {
       reply.header("retry-after", "1");
       return reply.code(503).send({ error: { code: "unavailable", message: "not ready: stopping" } });
     }

@@ -59,6 +59,8 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
     url: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`,
     authPort: auth.port,
     async stop() {
+      app.beginStop();
+      if (config.SHUTDOWN_DELAY_MS > 0) await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_MS));
       await app.close();
       await auth.close();
       await keys.close();
