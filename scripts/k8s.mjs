@@ -315,7 +315,7 @@ function gateway(image) {
     env: [{ name: "PORT", value: String(GATEWAY_PORT) }],
     probes: {
       startupProbe: httpProbe("/healthz", "http", 5, 60),
-      readinessProbe: httpProbe("/readyz", "http", 5, 2),
+      readinessProbe: httpProbe("/readyz?scope=self", "http", 5, 2),
       livenessProbe: httpProbe("/healthz", "http", 10, 3),
     },
   });

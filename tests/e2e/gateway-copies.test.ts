@@ -57,6 +57,11 @@ describe("dependency outage (DESIGN: 503, safe to retry)", () => {
       const ready = await request("GET", `${orphan.url}/readyz`);
       expect(ready.status).toBe(503);
       expect(ready.body.error.message).toContain("crm");
+      // An orchestrator's readiness probe asks about this copy alone: a service that is down must not
+      // take every gateway copy out of the balancer, since they still serve the other services' routes.
+      const self = await request("GET", `${orphan.url}/readyz?scope=self`);
+      expect(self.status).toBe(200);
+      expect(self.body).toEqual({ status: "ready", checks: { postgresql: { ok: true, required: true } } });
     } finally {
       await orphan.stop();
     }

@@ -54,14 +54,21 @@ export function healthChecks(deps: { sql: Sql; redis: Redis; config: GatewayConf
       }),
     );
 
+  const databaseCheck = (): Promise<Check> =>
+    within(deps.sql`select 1`).then(
+      () => ({ ok: true, required: true }),
+      (err: unknown) => ({ ok: false, required: true, detail: causeOf(err) }),
+    );
+
+  /** This copy alone: its own database (keys) answers. */
+  async function selfReadiness() {
+    const postgresql = await databaseCheck();
+    const failed = postgresql.ok ? [] : ["postgresql"];
+    return { status: postgresql.ok ? "ready" : "unavailable", checks: { postgresql }, failed };
+  }
+
   async function readiness() {
-    const [database, services] = await Promise.all([
-      within(deps.sql`select 1`).then(
-        () => ({ ok: true, required: true }),
-        (err: unknown) => ({ ok: false, required: true, detail: causeOf(err) }),
-      ),
-      ask(),
-    ]);
+    const [database, services] = await Promise.all([databaseCheck(), ask()]);
     const checks: Record<string, Check> = {
       postgresql: database,
       redis:
@@ -201,22 +208,27 @@ export function healthChecks(deps: { sql: Sql; redis: Redis; config: GatewayConf
     );
   }
 
-  return { readiness, registerMetrics };
+  return { readiness, selfReadiness, registerMetrics };
 }
 export type HealthChecks = ReturnType<typeof healthChecks>;
 
 /**
- * GET /readyz: the checks in the body; 503 (with the error body) when a required one failed. A gateway
+ * GET /readyz: the checks in the body; 503 (with the error body) when a required one failed (every
+ * backing service, or with ?scope=self the gateway's own database only). A gateway
  * asked to stop is not ready from that moment on, whatever its dependencies say: a load balancer still
  * polling it sends new clients elsewhere while it answers the requests it has read.
  */
 export function readyzRoute(app: FastifyInstance, health: HealthChecks, stopping: () => boolean) {
-  app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
+  app.get("/readyz", { schema: { hide: true } }, async (req, reply) => {
     if (stopping()) {
       reply.header("retry-after", "1");
       return reply.code(503).send({ error: { code: "unavailable", message: "not ready: stopping" } });
     }
-    const { status, checks, failed } = await health.readiness();
+    // ?scope=self, for an orchestrator's readiness probe: only what this copy needs to take requests. A
+    // backing service that is down must not take every gateway copy out of the balancer: they answer 503
+    // unavailable on that service's routes and keep serving the others.
+    const self = (req.query as { scope?: unknown }).scope === "self";
+    const { status, checks, failed } = self ? await health.selfReadiness() : await health.readiness();
     if (status === "unavailable") {
       reply.header("retry-after", "1");
       return reply.code(503).send({
