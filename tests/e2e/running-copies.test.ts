@@ -69,8 +69,19 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await gw?.stop();
-  for (const c of copies) c.kill("SIGTERM");
-});
+  // Waited for: a copy still stopping would hold connections and consumers of the run's databases and
+  // streams while the next test file runs.
+  await Promise.all(
+    copies.map((c) =>
+      c.exitCode !== null || c.signalCode !== null
+        ? undefined
+        : new Promise((resolve) => {
+            c.once("exit", resolve);
+            c.kill("SIGTERM");
+          }),
+    ),
+  );
+}, 30_000);
 
 /** The i-th request goes through the stack (even i) or through the copies (odd i). */
 const call = (
