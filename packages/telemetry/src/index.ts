@@ -1,0 +1,169 @@
+import {
+  type Context,
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  TraceFlags,
+  trace,
+} from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
+import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+
+export { type Context, context, type Span, SpanKind, SpanStatusCode, trace };
+
+/** What tracing runs with, read from the standard OTEL_* variables (tracingSettings). */
+export interface TracingSettings {
+  /** The resource's service.name: OTEL_SERVICE_NAME, else the process's own name (crm, gateway…). */
+  serviceName: string;
+  sampler: Sampler;
+  /** How long finished spans wait before they are sent in one request (OTEL_BSP_SCHEDULE_DELAY, ms). */
+  scheduleDelayMs: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * The settings of a process whose name is `name`, or undefined when tracing is off: OTEL_SDK_DISABLED
+ * true, OTEL_TRACES_EXPORTER none, or no OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to send spans to. A value it cannot read throws, naming the variable.
+ */
+export function tracingSettings(name: string, env: Env = process.env): TracingSettings | undefined {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
+  if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return undefined;
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim())
+    return undefined;
+  return {
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || name,
+    sampler: samplerOf(env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG),
+    scheduleDelayMs: delayOf(env.OTEL_BSP_SCHEDULE_DELAY),
+  };
+}
+
+/**
+ * The samplers the specification names. By default parent-based with a ratio (OTEL_TRACES_SAMPLER_ARG,
+ * 1 when unset): a request whose caller decided keeps that decision, so a trace is kept whole or not at all.
+ */
+export function samplerOf(name: string | undefined, arg: string | undefined): Sampler {
+  const ratio = () => new TraceIdRatioBasedSampler(ratioOf(arg));
+  switch (name?.trim().toLowerCase() || "parentbased_traceidratio") {
+    case "always_on":
+      return new AlwaysOnSampler();
+    case "always_off":
+      return new AlwaysOffSampler();
+    case "traceidratio":
+      return ratio();
+    case "parentbased_always_on":
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case "parentbased_always_off":
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case "parentbased_traceidratio":
+      return new ParentBasedSampler({ root: ratio() });
+    default:
+      throw new Error(
+        `OTEL_TRACES_SAMPLER: unknown sampler "${name}" (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)`,
+      );
+  }
+}
+
+function ratioOf(arg: string | undefined): number {
+  if (arg === undefined || arg.trim() === "") return 1;
+  const ratio = Number(arg);
+  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1)
+    throw new Error(`OTEL_TRACES_SAMPLER_ARG: "${arg}" is not a ratio between 0 and 1`);
+  return ratio;
+}
+
+function delayOf(value: string | undefined): number {
+  if (value === undefined || value.trim() === "") return 5000;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 0)
+    throw new Error(`OTEL_BSP_SCHEDULE_DELAY: "${value}" is not a number of milliseconds`);
+  return ms;
+}
+
+let provider: TracerProvider | undefined;
+
+/** Whether this process traces: the callers add their hooks and interceptors only then, so off costs nothing. */
+export const tracingOn = () => provider !== undefined;
+
+/**
+ * Starts the SDK once per process, before anything makes a call: spans go to the OTLP/HTTP endpoint (the
+ * exporter reads OTEL_EXPORTER_OTLP_* itself), the W3C traceparent is the propagated format, and the
+ * active span follows async calls (AsyncLocalStorage). Off (tracingSettings), nothing is registered: the
+ * API stays the no-op it is by default.
+ */
+export function startTracing(name: string, env: Env = process.env): void {
+  if (provider) return;
+  const settings = tracingSettings(name, env);
+  if (!settings) return;
+  provider = new TracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName }),
+    sampler: settings.sampler,
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter(),
+        scheduledDelayMillis: settings.scheduleDelayMs,
+      }),
+    ],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+}
+
+/** Sends the spans still waiting and stops the SDK (a process's stop()); nothing when tracing is off. */
+export async function stopTracing(): Promise<void> {
+  const p = provider;
+  if (!p) return;
+  provider = undefined;
+  await p.shutdown().catch(() => undefined);
+  trace.disable();
+  propagation.disable();
+  context.disable();
+}
+
+/** The tracer of Funil's own spans. */
+export const tracer = () => trace.getTracer("funil");
+
+/** Reads a carrier that is a WHATWG Headers (a Connect request's header). */
+const headersGetter: TextMapGetter<Headers> = {
+  get: (h, key) => h.get(key) ?? undefined,
+  keys: (h) => [...h.keys()],
+};
+
+/**
+ * The context a request carries (its traceparent and tracestate, from a plain header object or Headers), on
+ * top of no active span: a malformed traceparent is ignored, and the span started on it begins a new trace.
+ */
+export function extractContext(headers: Headers | Record<string, string | string[] | undefined>): Context {
+  return headers instanceof Headers
+    ? propagation.extract(ROOT_CONTEXT, headers, headersGetter)
+    : propagation.extract(ROOT_CONTEXT, headers);
+}
+
+/** Writes the active context's traceparent (and tracestate) into `headers`. */
+export function injectContext(ctx: Context, headers: Headers): void {
+  propagation.inject(ctx, headers, { set: (h, key, value) => h.set(key, value) });
+}
+
+/** Whether the active context holds a span that is being recorded (sampled). */
+export function sampled(ctx: Context): boolean {
+  const span = trace.getSpan(ctx);
+  return span !== undefined && (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
+}
