@@ -81,7 +81,7 @@ export async function startService(opts: {
 }) {
   const { name, config, clock } = opts;
   // First: the clients and the server built below trace only when it is on.
-  startTracing(name);
+  await startTracing(name);
   const log = createLogger(name, config.LOG_LEVEL);
   useCursorKeys(config.CURSOR_KEYS, (message) => log.warn(message));
   const names = naming(config.FUNIL_ENV);

@@ -10,20 +10,7 @@ import {
   TraceFlags,
   trace,
 } from "@opentelemetry/api";
-import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  type Sampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-} from "@opentelemetry/sdk-trace";
-import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import type { Sampler, TracerProvider } from "@opentelemetry/sdk-trace";
 
 export { type Context, context, type Span, SpanKind, SpanStatusCode, trace };
 
@@ -31,7 +18,7 @@ export { type Context, context, type Span, SpanKind, SpanStatusCode, trace };
 export interface TracingSettings {
   /** The resource's service.name: OTEL_SERVICE_NAME, else the process's own name (crm, gateway…). */
   serviceName: string;
-  sampler: Sampler;
+  sampler: SamplerSpec;
   /** How long finished spans wait before they are sent in one request (OTEL_BSP_SCHEDULE_DELAY, ms). */
   scheduleDelayMs: number;
 }
@@ -50,35 +37,35 @@ export function tracingSettings(name: string, env: Env = process.env): TracingSe
     return undefined;
   return {
     serviceName: env.OTEL_SERVICE_NAME?.trim() || name,
-    sampler: samplerOf(env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG),
+    sampler: samplerSpec(env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG),
     scheduleDelayMs: delayOf(env.OTEL_BSP_SCHEDULE_DELAY),
   };
 }
 
+const SAMPLERS = [
+  "always_on",
+  "always_off",
+  "traceidratio",
+  "parentbased_always_on",
+  "parentbased_always_off",
+  "parentbased_traceidratio",
+] as const;
+
+/** One of the samplers the specification names, and its ratio (used by the ratio ones). */
+export interface SamplerSpec {
+  name: (typeof SAMPLERS)[number];
+  ratio: number;
+}
+
 /**
- * The samplers the specification names. By default parent-based with a ratio (OTEL_TRACES_SAMPLER_ARG,
- * 1 when unset): a request whose caller decided keeps that decision, so a trace is kept whole or not at all.
+ * OTEL_TRACES_SAMPLER and its argument. By default parent-based with a ratio (1 when unset): a request whose
+ * caller decided keeps that decision, so a trace is kept whole or not at all.
  */
-export function samplerOf(name: string | undefined, arg: string | undefined): Sampler {
-  const ratio = () => new TraceIdRatioBasedSampler(ratioOf(arg));
-  switch (name?.trim().toLowerCase() || "parentbased_traceidratio") {
-    case "always_on":
-      return new AlwaysOnSampler();
-    case "always_off":
-      return new AlwaysOffSampler();
-    case "traceidratio":
-      return ratio();
-    case "parentbased_always_on":
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-    case "parentbased_always_off":
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case "parentbased_traceidratio":
-      return new ParentBasedSampler({ root: ratio() });
-    default:
-      throw new Error(
-        `OTEL_TRACES_SAMPLER: unknown sampler "${name}" (always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio)`,
-      );
-  }
+export function samplerSpec(name: string | undefined, arg: string | undefined): SamplerSpec {
+  const chosen = name?.trim().toLowerCase() || "parentbased_traceidratio";
+  if (!(SAMPLERS as readonly string[]).includes(chosen))
+    throw new Error(`OTEL_TRACES_SAMPLER: unknown sampler "${name}" (${SAMPLERS.join(", ")})`);
+  return { name: chosen as SamplerSpec["name"], ratio: ratioOf(arg) };
 }
 
 function ratioOf(arg: string | undefined): number {
@@ -105,18 +92,32 @@ export const tracingOn = () => provider !== undefined;
 /**
  * Starts the SDK once per process, before anything makes a call: spans go to the OTLP/HTTP endpoint (the
  * exporter reads OTEL_EXPORTER_OTLP_* itself), the W3C traceparent is the propagated format, and the
- * active span follows async calls (AsyncLocalStorage). Off (tracingSettings), nothing is registered: the
- * API stays the no-op it is by default.
+ * active span follows async calls (AsyncLocalStorage). Off (tracingSettings), the SDK is not even loaded
+ * (about 10 MB of modules) and the API stays the no-op it is by default.
  */
-export function startTracing(name: string, env: Env = process.env): void {
+export async function startTracing(name: string, env: Env = process.env): Promise<void> {
   if (provider) return;
   const settings = tracingSettings(name, env);
   if (!settings) return;
-  provider = new TracerProvider({
-    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName }),
-    sampler: settings.sampler,
+  const [
+    sdk,
+    { OTLPTraceExporter },
+    { AsyncLocalStorageContextManager },
+    { W3CTraceContextPropagator },
+    resources,
+  ] = await Promise.all([
+    import("@opentelemetry/sdk-trace"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/context-async-hooks"),
+    import("@opentelemetry/core"),
+    import("@opentelemetry/resources"),
+  ]);
+  if (provider) return;
+  const started = new sdk.TracerProvider({
+    resource: resources.resourceFromAttributes({ "service.name": settings.serviceName }),
+    sampler: samplerOf(sdk, settings.sampler),
     spanProcessors: [
-      new BatchSpanProcessor({
+      new sdk.BatchSpanProcessor({
         exporter: new OTLPTraceExporter(),
         scheduledDelayMillis: settings.scheduleDelayMs,
       }),
@@ -124,7 +125,27 @@ export function startTracing(name: string, env: Env = process.env): void {
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(provider);
+  trace.setGlobalTracerProvider(started);
+  provider = started;
+}
+
+/** The SDK's sampler for a spec. */
+export function samplerOf(sdk: typeof import("@opentelemetry/sdk-trace"), spec: SamplerSpec): Sampler {
+  const ratio = () => new sdk.TraceIdRatioBasedSampler(spec.ratio);
+  switch (spec.name) {
+    case "always_on":
+      return new sdk.AlwaysOnSampler();
+    case "always_off":
+      return new sdk.AlwaysOffSampler();
+    case "traceidratio":
+      return ratio();
+    case "parentbased_always_on":
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
+    case "parentbased_always_off":
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() });
+    case "parentbased_traceidratio":
+      return new sdk.ParentBasedSampler({ root: ratio() });
+  }
 }
 
 /** Sends the spans still waiting and stops the SDK (a process's stop()); nothing when tracing is off. */

@@ -17,7 +17,7 @@ const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 /** Starts the public HTTP app and the internal Auth service; stop() drains both. */
 export async function startGateway(config: GatewayConfig, clock: Clock = systemClock) {
   // First: the clients and the app built below trace only when it is on.
-  startTracing("gateway");
+  await startTracing("gateway");
   const log = createLogger("gateway", config.LOG_LEVEL);
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"), {
