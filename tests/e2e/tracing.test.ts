@@ -1,4 +1,6 @@
 import { naming } from "@funil/config";
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
@@ -24,6 +26,7 @@ let receiver: OtlpReceiver;
 let workspaceId = "";
 let contactId = "";
 let call: (path: string, headers?: Record<string, string>) => ReturnType<typeof request>;
+let auth: Record<string, string> = {};
 
 beforeAll(async () => {
   const server = postgres(SERVER, { max: 1, onnotice: () => {} });
@@ -56,7 +59,7 @@ beforeAll(async () => {
     scopes: ["contacts.read", "contacts.write"],
   });
   workspaceId = ws.body.id;
-  const auth = { authorization: `Bearer ${key.body.secret}` };
+  auth = { authorization: `Bearer ${key.body.secret}` };
   const created = await request(
     "POST",
     `${stack.gatewayUrl}/api/v1/contacts`,
@@ -176,5 +179,40 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
       expect(callerOf(crm)?.spanId).toBe(gateway.spanId);
     }
     expect(traces.size).toBe(ids.length);
+  });
+
+  it("a write's event carries the write's trace context: the outbox row's traceparent is its NATS header", async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    const res = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/contacts`,
+      { name: "Outboxed", email: `outboxed-${Date.now()}@tracing.test` },
+      auth,
+    );
+    expect(res.status).toBe(201);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    const crm = await serverSpan(gateway.traceId, "crm", "funil.crm.v1.ContactService/UpsertContact");
+    const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
+    try {
+      const consumer = await jetstream(nc).consumers.get(names.stream("EVENTS"), {
+        filter_subjects: names.subject("events.>"),
+        deliver_policy: DeliverPolicy.StartTime,
+        opt_start_time: since,
+      });
+      const messages = await consumer.consume();
+      let traceparent: string | undefined;
+      const timer = setTimeout(() => messages.stop(), 10_000);
+      for await (const m of messages) {
+        if (!m.string().includes(res.body.id)) continue;
+        traceparent = m.headers?.get("traceparent");
+        break;
+      }
+      clearTimeout(timer);
+      messages.stop();
+      // The write ran inside crm's span: the event belongs to the request's trace, under that span.
+      expect(traceparent).toBe(`00-${gateway.traceId}-${crm.spanId}-01`);
+    } finally {
+      await nc.close();
+    }
   });
 });

@@ -188,3 +188,14 @@ export function sampled(ctx: Context): boolean {
   const span = trace.getSpan(ctx);
   return span !== undefined && (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
 }
+
+/**
+ * The active context's traceparent when tracing is on and a span is active (a write made inside a traced
+ * request), for work that leaves the process later (the outbox row, then its NATS message); else undefined.
+ */
+export function activeTraceparent(): string | undefined {
+  if (!provider) return undefined;
+  const carrier: { traceparent?: string } = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent;
+}
