@@ -215,4 +215,11 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
       await nc.close();
     }
   });
+
+  it("health checks are not traced: the probes and the gateway's polls of the services leave no span", async () => {
+    expect((await request("GET", `${stack.gatewayUrl}/readyz`)).status).toBe(200);
+    const res = await call(`/contacts/${contactId}`);
+    await gatewaySpan(res.headers.get("x-request-id")!);
+    expect(receiver.spans.filter((s) => /health|readyz|healthz/i.test(s.name))).toEqual([]);
+  });
 });

@@ -57,12 +57,16 @@ export const traceCalls: Interceptor = (next) => async (req) => {
   }
 };
 
+/** Health checks, polled every few seconds by the gateway and orchestrators: a trace each would bury the rest. */
+const UNTRACED = new Set(["funil.health.v1.HealthService", "grpc.health.v1.Health"]);
+
 /**
  * The server side, first of the server's interceptors when tracing is on: one SERVER span per method call,
  * child of the traceparent the call carries (a batch's calls each of their own), active while the
  * implementation runs; a call that fails marks it as an error.
  */
 export const traceHandlers: Interceptor = (next) => async (req) => {
+  if (UNTRACED.has(req.service.typeName)) return next(req);
   const parent = extractContext(req.header);
   const { name, attributes } = described(req);
   const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);

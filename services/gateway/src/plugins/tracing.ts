@@ -11,6 +11,9 @@ import {
 import type { FastifyInstance, FastifyRequest, RouteHandlerMethod } from "fastify";
 import fp from "fastify-plugin";
 
+/** Probes and scrapes, every few seconds: a trace each would bury the requests. */
+const UNTRACED = new Set(["/healthz", "/readyz", "/metrics"]);
+
 /**
  * One SERVER span per request when tracing is on (registered only then: off, no hook runs and nothing is
  * allocated per request): it continues the caller's W3C traceparent (a malformed one is ignored, and a
@@ -34,8 +37,9 @@ export const tracingPlugin = fp(async (app: FastifyInstance) => {
   });
 
   app.addHook("onRequest", (req, _reply, done) => {
-    const parent = extractContext(req.headers);
     const route = req.routeOptions.url;
+    if (route !== undefined && UNTRACED.has(route)) return done();
+    const parent = extractContext(req.headers);
     const span = tracer().startSpan(
       route ? `${req.method} ${route}` : req.method,
       {
