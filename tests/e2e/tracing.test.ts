@@ -130,6 +130,17 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
       "rpc.method": "GetContact",
     });
     expect(crm.status).not.toBe(ERROR);
+    // crm's statements, as spans under its method's: named by their first words, never a value.
+    const statements = await waitFor(async () => {
+      const found = receiver.spans.filter((s) => s.parentSpanId === crm.spanId && s.service === "crm");
+      return found.length > 0 ? found : undefined;
+    });
+    for (const s of statements) {
+      expect(s).toMatchObject({ kind: CLIENT_KIND, attributes: { "db.system.name": "postgresql" } });
+      expect(s.name).toMatch(/^(select|with)\b/i);
+      expect(JSON.stringify(s)).not.toContain(contactId);
+      expect(JSON.stringify(s)).not.toContain(workspaceId);
+    }
   });
 
   it("an incoming traceparent is continued: same trace id, the caller's span as parent", async () => {
