@@ -6,7 +6,7 @@ import {
   jetstreamManager,
   StorageType,
 } from "@nats-io/jetstream";
-import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { connect, headers, type NatsConnection, nanos } from "@nats-io/transport-node";
 
 export type { JetStreamClient, JsMsg, NatsConnection };
 
@@ -160,9 +160,21 @@ function isNotFound(err: unknown): boolean {
 
 export function publisher(nc: NatsConnection) {
   const js = jetstream(nc);
-  /** Publishes with a message id, so a republish inside the duplicate window is dropped. */
-  return async (subject: string, payload: Uint8Array, messageId: string) => {
-    await js.publish(subject, payload, { msgID: messageId, timeout: BUS_TIMING.requestTimeoutMs });
+  /**
+   * Publishes with a message id, so a republish inside the duplicate window is dropped, and the trace
+   * context of the write that made it (the W3C traceparent header), when it was traced.
+   */
+  return async (subject: string, payload: Uint8Array, messageId: string, traceparent?: string) => {
+    let h: ReturnType<typeof headers> | undefined;
+    if (traceparent) {
+      h = headers();
+      h.set("traceparent", traceparent);
+    }
+    await js.publish(subject, payload, {
+      msgID: messageId,
+      timeout: BUS_TIMING.requestTimeoutMs,
+      ...(h ? { headers: h } : {}),
+    });
   };
 }
 

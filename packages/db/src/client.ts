@@ -1,4 +1,5 @@
 import postgres from "postgres";
+import { traced } from "./tracing.js";
 
 export type Sql = postgres.Sql;
 export type TransactionSql = postgres.TransactionSql;
@@ -72,20 +73,23 @@ export async function openDatabase(
  * idleTimeoutS / period connections open: such work gets a pool of its own.
  */
 export function openPool(serverUrl: string, database: string, opts: PoolOptions = {}): Sql {
-  return postgres(withDatabase(serverUrl, database), {
-    max: opts.max ?? POOL_DEFAULTS.max,
-    // postgres.js reads 0 as "never".
-    idle_timeout: opts.idleTimeoutS ?? POOL_DEFAULTS.idleTimeoutS,
-    // Column names only: postgres.camel would also camel-case every key inside json and jsonb values,
-    // and those keys are the client's (a customFields key plan_type came back as planType).
-    transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
-    // Named prepared statements (postgres.js' default, kept on purpose): bench/ measured that without
-    // them a single read costs PostgreSQL and crm about 100 µs more each. A connection closed when idle
-    // takes its statements with it; the next one prepares them again at first use.
-    prepare: true,
-    onnotice: () => {},
-    connection: { application_name: opts.applicationName ?? database },
-  });
+  // Traced, each statement run inside a sampled span gets a span of its own (tracing.ts).
+  return traced(
+    postgres(withDatabase(serverUrl, database), {
+      max: opts.max ?? POOL_DEFAULTS.max,
+      // postgres.js reads 0 as "never".
+      idle_timeout: opts.idleTimeoutS ?? POOL_DEFAULTS.idleTimeoutS,
+      // Column names only: postgres.camel would also camel-case every key inside json and jsonb values,
+      // and those keys are the client's (a customFields key plan_type came back as planType).
+      transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
+      // Named prepared statements (postgres.js' default, kept on purpose): bench/ measured that without
+      // them a single read costs PostgreSQL and crm about 100 µs more each. A connection closed when idle
+      // takes its statements with it; the next one prepares them again at first use.
+      prepare: true,
+      onnotice: () => {},
+      connection: { application_name: opts.applicationName ?? database },
+    }),
+  );
 }
 
 /**

@@ -47,6 +47,12 @@ const coreMigrations: Array<[string, string]> = [
     alter table idempotency_keys drop column response_status;
     `,
   ],
+  [
+    // The W3C traceparent of the write that made the row (null when tracing is off), which the relay
+    // publishes as the message's header so that the event's consumers continue the same trace.
+    "core:00004_outbox_traceparent",
+    "alter table outbox add column traceparent text;",
+  ],
 ];
 
 /**

@@ -1,3 +1,4 @@
+import { activeTraceparent } from "@funil/telemetry";
 import { postgres, type Sql, type TransactionSql } from "./client.js";
 import { newId } from "./ids.js";
 
@@ -41,15 +42,29 @@ export async function writeMessage(
   messages: Array<{ id: string; subject: string; payload: unknown }>,
 ): Promise<void> {
   if (messages.length === 0) return;
-  await tx`
-    insert into outbox (id, subject, envelope)
-    select id, subject, envelope::jsonb
-    from unnest(${messages.map((m) => m.id)}::text[], ${messages.map((m) => m.subject)}::text[],
-      ${messages.map((m) => JSON.stringify(m.payload))}::text[]) as m(id, subject, envelope)`;
+  const traceparent = activeTraceparent();
+  if (traceparent === undefined)
+    await tx`
+      insert into outbox (id, subject, envelope)
+      select id, subject, envelope::jsonb
+      from unnest(${messages.map((m) => m.id)}::text[], ${messages.map((m) => m.subject)}::text[],
+        ${messages.map((m) => JSON.stringify(m.payload))}::text[]) as m(id, subject, envelope)`;
+  else
+    await tx`
+      insert into outbox (id, subject, envelope, traceparent)
+      select id, subject, envelope::jsonb, ${traceparent}
+      from unnest(${messages.map((m) => m.id)}::text[], ${messages.map((m) => m.subject)}::text[],
+        ${messages.map((m) => JSON.stringify(m.payload))}::text[]) as m(id, subject, envelope)`;
   await tx`select pg_notify('outbox', '')`;
 }
 
-export type Publish = (subject: string, payload: Uint8Array, messageId: string) => Promise<void>;
+/** Publishes one message; `traceparent`: the trace context of the write that made it, as a header. */
+export type Publish = (
+  subject: string,
+  payload: Uint8Array,
+  messageId: string,
+  traceparent?: string,
+) => Promise<void>;
 
 interface RelayOptions {
   sql: Sql;
@@ -141,12 +156,17 @@ export function startOutboxRelay({
     // The envelope is published as PostgreSQL stored it, as text: read as jsonb, the driver parsed it
     // into objects (camel-casing every key on the way) only for it to be stringified again; a webhook
     // fan-out's jobs (64 ids each) made that about 16 KB of garbage per job (bench:webhooks).
-    const rows = await session<{ seq: string; id: string; subject: string; envelope: string }[]>`
-      select seq, id, subject, envelope::text as envelope from outbox order by seq limit ${batch}`;
+    const rows = await session<
+      { seq: string; id: string; subject: string; envelope: string; traceparent: string | null }[]
+    >`select seq, id, subject, envelope::text as envelope, traceparent from outbox order by seq limit ${batch}`;
     if (!leading) throw new Error("outbox relay: lost its session while reading");
     // Sent back to back on one connection, so the stream stores them in this order; a catch-up after an
     // outage costs one round trip per batch, not one per event.
-    await Promise.all(rows.map((row) => publish(row.subject, encoder.encode(row.envelope), row.id)));
+    await Promise.all(
+      rows.map((row) =>
+        publish(row.subject, encoder.encode(row.envelope), row.id, row.traceparent ?? undefined),
+      ),
+    );
     if (rows.length > 0) {
       await session`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
     }

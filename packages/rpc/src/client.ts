@@ -8,7 +8,9 @@ import {
   type Interceptor,
   type Transport,
 } from "@connectrpc/connect";
+import { tracingOn } from "@funil/telemetry";
 import { type Lookup, systemLookup } from "./balancer.js";
+import { traceCalls } from "./tracing.js";
 import { createUnaryTransport } from "./unary-transport.js";
 
 export type { Lookup } from "./balancer.js";
@@ -63,7 +65,8 @@ export function rpcTransport(
   return createUnaryTransport({
     baseUrl,
     defaultTimeoutMs: timeoutMs,
-    interceptors: [retryUnavailable],
+    // Tracing outside the retries: one CLIENT span per call, however many times it is sent.
+    interceptors: tracingOn() ? [traceCalls, retryUnavailable] : [retryUnavailable],
     idleTimeoutMs: 60_000,
     resolveMs: options.resolveMs ?? 5000,
     keepaliveMs: options.keepaliveMs ?? 10_000,

@@ -3,9 +3,11 @@ import { ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { BatchService, Health } from "@funil/contracts";
 import { DomainError } from "@funil/errors";
+import { tracingOn } from "@funil/telemetry";
 import type { Logger } from "pino";
 import { causeOf, isUnavailable, toConnectError } from "./errors.js";
 import { grpcHealthService, HealthService, type HealthSources, healthService } from "./health.js";
+import { traceHandlers } from "./tracing.js";
 import { unaryFastPath } from "./unary-handler.js";
 
 /**
@@ -57,7 +59,10 @@ export async function startRpcServer(opts: {
   maxConnectionAgeMs?: number;
 }): Promise<{ port: number; stopping(): void; close(): Promise<void> }> {
   const health = opts.health;
-  const interceptors = [errorInterceptor(opts.log)];
+  // Tracing first, so that its span sees the error the caller gets.
+  const interceptors = tracingOn()
+    ? [traceHandlers, errorInterceptor(opts.log)]
+    : [errorInterceptor(opts.log)];
   const fast = unaryFastPath(interceptors);
   let stopping = false;
   const names = new Set<string>(health ? [health.service] : []);

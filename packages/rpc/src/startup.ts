@@ -18,6 +18,7 @@ import {
   type TransactionSql,
   writeEvent,
 } from "@funil/db";
+import { startTracing, stopTracing } from "@funil/telemetry";
 import { useCursorKeys } from "./cursor.js";
 import { causeOf } from "./errors.js";
 import type { HealthSources } from "./health.js";
@@ -85,6 +86,8 @@ export async function startService(opts: {
   wire: (infra: Infra) => Wired | Promise<Wired>;
 }) {
   const { name, config, clock } = opts;
+  // First: the clients and the server built below trace only when it is on.
+  await startTracing(name);
   const log = createLogger(name, config.LOG_LEVEL);
   useCursorKeys(config.CURSOR_KEYS, (message) => log.warn(message));
   const names = naming(config.FUNIL_ENV);
@@ -157,6 +160,7 @@ export async function startService(opts: {
       await relay.stop();
       await nc.drain();
       await Promise.all([sql.end({ timeout: 5 }), relaySql.end({ timeout: 5 })]);
+      await stopTracing();
     },
   };
 }

@@ -2,6 +2,7 @@ import compress from "@fastify/compress";
 import cors from "@fastify/cors";
 import { useCursorKeys } from "@funil/rpc";
 import { check, type Part, refuseBadText, type z } from "@funil/schemas";
+import { tracingOn } from "@funil/telemetry";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import type { GatewayContext } from "./context.js";
@@ -13,6 +14,7 @@ import { jsonBodyPlugin } from "./plugins/json-body.js";
 import { metricsPlugin } from "./plugins/metrics.js";
 import { openapiPlugin } from "./plugins/openapi.js";
 import { rateLimitPlugin } from "./plugins/rate-limit.js";
+import { tracingPlugin } from "./plugins/tracing.js";
 import { refuseUndecodableQuery } from "./query-encoding.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { appointmentRoutes } from "./routes/v1/appointments.js";
@@ -63,6 +65,8 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
     http: { requireHostHeader: false },
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
+  // First, so that its onRoute hook sees every route and its onRequest runs before the others.
+  if (tracingOn()) await app.register(tracingPlugin);
   // The short lists' cursors are signed here, with the keys the services sign theirs with.
   useCursorKeys(ctx.config.CURSOR_KEYS, (message) => app.log.warn(message));
   // The request rules are the shared schemas of @funil/schemas, applied by the same check() the services

@@ -3,6 +3,7 @@ import { type Clock, createLogger, naming, systemClock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
 import { clientsOf, rpcOptions, startRpcServer } from "@funil/rpc";
+import { startTracing, stopTracing } from "@funil/telemetry";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
 import { type GatewayConfig, serviceUrl } from "./config.js";
@@ -15,6 +16,8 @@ const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
 /** Starts the public HTTP app and the internal Auth service; stop() drains both. */
 export async function startGateway(config: GatewayConfig, clock: Clock = systemClock) {
+  // First: the clients and the app built below trace only when it is on.
+  await startTracing("gateway");
   const log = createLogger("gateway", config.LOG_LEVEL);
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"), {
@@ -67,6 +70,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
       redis.removeAllListeners("close");
       redis.disconnect();
       await sql.end({ timeout: 5 });
+      await stopTracing();
     },
   };
 }

@@ -1,0 +1,201 @@
+import {
+  type Context,
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  TraceFlags,
+  trace,
+} from "@opentelemetry/api";
+import type { Sampler, TracerProvider } from "@opentelemetry/sdk-trace";
+
+export { type Context, context, type Span, SpanKind, SpanStatusCode, trace };
+
+/** What tracing runs with, read from the standard OTEL_* variables (tracingSettings). */
+export interface TracingSettings {
+  /** The resource's service.name: OTEL_SERVICE_NAME, else the process's own name (crm, gateway…). */
+  serviceName: string;
+  sampler: SamplerSpec;
+  /** How long finished spans wait before they are sent in one request (OTEL_BSP_SCHEDULE_DELAY, ms). */
+  scheduleDelayMs: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * The settings of a process whose name is `name`, or undefined when tracing is off: OTEL_SDK_DISABLED
+ * true, OTEL_TRACES_EXPORTER none, or no OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to send spans to. A value it cannot read throws, naming the variable.
+ */
+export function tracingSettings(name: string, env: Env = process.env): TracingSettings | undefined {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
+  if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return undefined;
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim())
+    return undefined;
+  return {
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || name,
+    sampler: samplerSpec(env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG),
+    scheduleDelayMs: delayOf(env.OTEL_BSP_SCHEDULE_DELAY),
+  };
+}
+
+const SAMPLERS = [
+  "always_on",
+  "always_off",
+  "traceidratio",
+  "parentbased_always_on",
+  "parentbased_always_off",
+  "parentbased_traceidratio",
+] as const;
+
+/** One of the samplers the specification names, and its ratio (used by the ratio ones). */
+export interface SamplerSpec {
+  name: (typeof SAMPLERS)[number];
+  ratio: number;
+}
+
+/**
+ * OTEL_TRACES_SAMPLER and its argument. By default parent-based with a ratio (1 when unset): a request whose
+ * caller decided keeps that decision, so a trace is kept whole or not at all.
+ */
+export function samplerSpec(name: string | undefined, arg: string | undefined): SamplerSpec {
+  const chosen = name?.trim().toLowerCase() || "parentbased_traceidratio";
+  if (!(SAMPLERS as readonly string[]).includes(chosen))
+    throw new Error(`OTEL_TRACES_SAMPLER: unknown sampler "${name}" (${SAMPLERS.join(", ")})`);
+  return { name: chosen as SamplerSpec["name"], ratio: ratioOf(arg) };
+}
+
+function ratioOf(arg: string | undefined): number {
+  if (arg === undefined || arg.trim() === "") return 1;
+  const ratio = Number(arg);
+  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1)
+    throw new Error(`OTEL_TRACES_SAMPLER_ARG: "${arg}" is not a ratio between 0 and 1`);
+  return ratio;
+}
+
+function delayOf(value: string | undefined): number {
+  if (value === undefined || value.trim() === "") return 5000;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 0)
+    throw new Error(`OTEL_BSP_SCHEDULE_DELAY: "${value}" is not a number of milliseconds`);
+  return ms;
+}
+
+let provider: TracerProvider | undefined;
+
+/** Whether this process traces: the callers add their hooks and interceptors only then, so off costs nothing. */
+export const tracingOn = () => provider !== undefined;
+
+/**
+ * Starts the SDK once per process, before anything makes a call: spans go to the OTLP/HTTP endpoint (the
+ * exporter reads OTEL_EXPORTER_OTLP_* itself), the W3C traceparent is the propagated format, and the
+ * active span follows async calls (AsyncLocalStorage). Off (tracingSettings), the SDK is not even loaded
+ * (about 10 MB of modules) and the API stays the no-op it is by default.
+ */
+export async function startTracing(name: string, env: Env = process.env): Promise<void> {
+  if (provider) return;
+  const settings = tracingSettings(name, env);
+  if (!settings) return;
+  const [
+    sdk,
+    { OTLPTraceExporter },
+    { AsyncLocalStorageContextManager },
+    { W3CTraceContextPropagator },
+    resources,
+  ] = await Promise.all([
+    import("@opentelemetry/sdk-trace"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/context-async-hooks"),
+    import("@opentelemetry/core"),
+    import("@opentelemetry/resources"),
+  ]);
+  if (provider) return;
+  const started = new sdk.TracerProvider({
+    resource: resources.resourceFromAttributes({ "service.name": settings.serviceName }),
+    sampler: samplerOf(sdk, settings.sampler),
+    spanProcessors: [
+      new sdk.BatchSpanProcessor({
+        exporter: new OTLPTraceExporter(),
+        scheduledDelayMillis: settings.scheduleDelayMs,
+      }),
+    ],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(started);
+  provider = started;
+}
+
+/** The SDK's sampler for a spec. */
+export function samplerOf(sdk: typeof import("@opentelemetry/sdk-trace"), spec: SamplerSpec): Sampler {
+  const ratio = () => new sdk.TraceIdRatioBasedSampler(spec.ratio);
+  switch (spec.name) {
+    case "always_on":
+      return new sdk.AlwaysOnSampler();
+    case "always_off":
+      return new sdk.AlwaysOffSampler();
+    case "traceidratio":
+      return ratio();
+    case "parentbased_always_on":
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
+    case "parentbased_always_off":
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() });
+    case "parentbased_traceidratio":
+      return new sdk.ParentBasedSampler({ root: ratio() });
+  }
+}
+
+/** Sends the spans still waiting and stops the SDK (a process's stop()); nothing when tracing is off. */
+export async function stopTracing(): Promise<void> {
+  const p = provider;
+  if (!p) return;
+  provider = undefined;
+  await p.shutdown().catch(() => undefined);
+  trace.disable();
+  propagation.disable();
+  context.disable();
+}
+
+/** The tracer of Funil's own spans. */
+export const tracer = () => trace.getTracer("funil");
+
+/** Reads a carrier that is a WHATWG Headers (a Connect request's header). */
+const headersGetter: TextMapGetter<Headers> = {
+  get: (h, key) => h.get(key) ?? undefined,
+  keys: (h) => [...h.keys()],
+};
+
+/**
+ * The context a request carries (its traceparent and tracestate, from a plain header object or Headers), on
+ * top of no active span: a malformed traceparent is ignored, and the span started on it begins a new trace.
+ */
+export function extractContext(headers: Headers | Record<string, string | string[] | undefined>): Context {
+  return headers instanceof Headers
+    ? propagation.extract(ROOT_CONTEXT, headers, headersGetter)
+    : propagation.extract(ROOT_CONTEXT, headers);
+}
+
+/** Writes the active context's traceparent (and tracestate) into `headers`. */
+export function injectContext(ctx: Context, headers: Headers): void {
+  propagation.inject(ctx, headers, { set: (h, key, value) => h.set(key, value) });
+}
+
+/** Whether the active context holds a span that is being recorded (sampled). */
+export function sampled(ctx: Context): boolean {
+  const span = trace.getSpan(ctx);
+  return span !== undefined && (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
+}
+
+/**
+ * The active context's traceparent when tracing is on and a span is active (a write made inside a traced
+ * request), for work that leaves the process later (the outbox row, then its NATS message); else undefined.
+ */
+export function activeTraceparent(): string | undefined {
+  if (!provider) return undefined;
+  const carrier: { traceparent?: string } = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent;
+}

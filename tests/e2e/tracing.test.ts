@@ -1,0 +1,236 @@
+import { naming } from "@funil/config";
+import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: plain ESM script without types, shared with `npm start`
+import { startStack } from "../../scripts/stack.mjs";
+import { request, waitFor } from "../helpers.js";
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../otlp-receiver.js";
+
+/**
+ * A stack of its own whose every process sends its spans to an OTLP/HTTP receiver in this process: what
+ * an operator's collector would get for a request, from the gateway through the RPC calls it makes.
+ */
+const ENV = `${process.env.FUNIL_TEST_ENV ?? "test"}_otel`;
+const names = naming(ENV);
+const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const SERVER_KIND = 2;
+const CLIENT_KIND = 3;
+const ERROR = 2;
+const ROUTE = "GET /api/v1/contacts/:id";
+
+// biome-ignore lint/suspicious/noExplicitAny: plain ESM script
+let stack: any;
+let receiver: OtlpReceiver;
+let workspaceId = "";
+let contactId = "";
+let call: (path: string, headers?: Record<string, string>) => ReturnType<typeof request>;
+let auth: Record<string, string> = {};
+
+beforeAll(async () => {
+  const server = postgres(SERVER, { max: 1, onnotice: () => {} });
+  for (const {
+    datname,
+  } of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
+    await server.unsafe(`drop database if exists "${datname}" with (force)`);
+  await server.end();
+  receiver = await startOtlpReceiver();
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    FUNIL_ENV: ENV,
+    LOG_LEVEL: "warn",
+    RATE_LIMIT_MAX: "100000",
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_TRACES_SAMPLER: "always_on",
+    OTEL_BSP_SCHEDULE_DELAY: "100",
+  };
+  delete env.PORT;
+  for (const name of Object.keys(env))
+    if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+  stack = await startStack({ env, port: 0, stdio: process.env.OTEL_LOG ?? "ignore", log: () => {} });
+  const admin = (method: string, path: string, body?: unknown) =>
+    request(method, `${stack.gatewayUrl}/admin/v1${path}`, body, {
+      authorization: `Bearer ${stack.adminToken}`,
+    });
+  const ws = await admin("POST", "/workspaces", { name: "Tracing" });
+  const key = await admin("POST", `/workspaces/${ws.body.id}/keys`, {
+    name: "tracing",
+    scopes: ["contacts.read", "contacts.write"],
+  });
+  workspaceId = ws.body.id;
+  auth = { authorization: `Bearer ${key.body.secret}` };
+  const created = await request(
+    "POST",
+    `${stack.gatewayUrl}/api/v1/contacts`,
+    { name: "Traced", email: "traced@tracing.test" },
+    auth,
+  );
+  expect(created.status).toBe(201);
+  contactId = created.body.id;
+  call = (path, headers = {}) =>
+    request("GET", `${stack.gatewayUrl}/api/v1${path}`, undefined, { ...auth, ...headers });
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await receiver?.close();
+  // The databases of this stack go with it.
+  const server = postgres(SERVER, { max: 1, onnotice: () => {} });
+  for (const name of ["gateway", "crm", "scheduling", "timeline", "learning", "webhooks"])
+    await server.unsafe(`drop database if exists "${names.database(name)}" with (force)`);
+  await server.end();
+});
+
+/** The gateway's span of the request that answered with this request id, once it has been exported. */
+const gatewaySpan = (requestId: string) =>
+  waitFor(async () =>
+    receiver.spans.find((s) => s.service === "gateway" && s.attributes["funil.request_id"] === requestId),
+  );
+
+/** The SERVER span of `service` in the trace, once exported. */
+const serverSpan = (traceId: string, service: string, name: string) =>
+  waitFor(async () =>
+    receiver.spans.find(
+      (s) => s.traceId === traceId && s.service === service && s.kind === SERVER_KIND && s.name === name,
+    ),
+  );
+
+/** The span's parent, or its grandparent when the parent is the caller's CLIENT span of the same call. */
+function callerOf(span: ReceivedSpan): ReceivedSpan | undefined {
+  const parent = receiver.spans.find((s) => s.traceId === span.traceId && s.spanId === span.parentSpanId);
+  if (parent?.kind !== CLIENT_KIND) return parent;
+  expect(parent.name).toBe(span.name);
+  return receiver.spans.find((s) => s.traceId === parent.traceId && s.spanId === parent.parentSpanId);
+}
+
+const CRM_GET = "funil.crm.v1.ContactService/GetContact";
+const TIMELINE_SUMMARY = "funil.timeline.v1.SummaryService/GetContactSummary";
+
+describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
+  it("a GET /contacts/{id} is one trace: the gateway's span, and crm's and timeline's as siblings under it", async () => {
+    const res = await call(`/contacts/${contactId}`);
+    expect(res.status).toBe(200);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    expect(gateway).toMatchObject({ name: ROUTE, kind: SERVER_KIND, parentSpanId: "" });
+    expect(gateway.attributes).toEqual({
+      "http.request.method": "GET",
+      "http.route": "/api/v1/contacts/:id",
+      "http.response.status_code": 200,
+      "funil.workspace_id": workspaceId,
+      "funil.request_id": res.headers.get("x-request-id"),
+    });
+    const crm = await serverSpan(gateway.traceId, "crm", CRM_GET);
+    const timeline = await serverSpan(gateway.traceId, "timeline", TIMELINE_SUMMARY);
+    expect(callerOf(crm)?.spanId).toBe(gateway.spanId);
+    expect(callerOf(timeline)?.spanId).toBe(gateway.spanId);
+    expect(crm.attributes).toMatchObject({
+      "rpc.system": "connect_rpc",
+      "rpc.service": "funil.crm.v1.ContactService",
+      "rpc.method": "GetContact",
+    });
+    expect(crm.status).not.toBe(ERROR);
+    // crm's statements, as spans under its method's: named by their first words, never a value.
+    const statements = await waitFor(async () => {
+      const found = receiver.spans.filter((s) => s.parentSpanId === crm.spanId && s.service === "crm");
+      return found.length > 0 ? found : undefined;
+    });
+    for (const s of statements) {
+      expect(s).toMatchObject({ kind: CLIENT_KIND, attributes: { "db.system.name": "postgresql" } });
+      expect(s.name).toMatch(/^(select|with)\b/i);
+      expect(JSON.stringify(s)).not.toContain(contactId);
+      expect(JSON.stringify(s)).not.toContain(workspaceId);
+    }
+  });
+
+  it("an incoming traceparent is continued: same trace id, the caller's span as parent", async () => {
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const parent = "00f067aa0ba902b7";
+    const res = await call(`/contacts/${contactId}`, { traceparent: `00-${traceId}-${parent}-01` });
+    expect(res.status).toBe(200);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    expect(gateway.traceId).toBe(traceId);
+    expect(gateway.parentSpanId).toBe(parent);
+    expect(callerOf(await serverSpan(traceId, "crm", CRM_GET))?.spanId).toBe(gateway.spanId);
+  });
+
+  it("a malformed traceparent is ignored: a 200 and a new trace", async () => {
+    const res = await call(`/contacts/${contactId}`, { traceparent: "00-not-a-trace-01" });
+    expect(res.status).toBe(200);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    expect(gateway.parentSpanId).toBe("");
+    expect(gateway.traceId).toMatch(/^[0-9a-f]{32}$/);
+    await serverSpan(gateway.traceId, "crm", CRM_GET);
+  });
+
+  it("an RPC that fails marks its span as an error (crm's NotFound), the 404 itself is no server error", async () => {
+    const res = await call("/contacts/00000000-0000-4000-8000-000000000000");
+    expect(res.status).toBe(404);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    expect(gateway.attributes["http.response.status_code"]).toBe(404);
+    expect(gateway.status).not.toBe(ERROR);
+    const crm = await serverSpan(gateway.traceId, "crm", CRM_GET);
+    expect(crm.status).toBe(ERROR);
+    expect(crm.attributes["rpc.connect_rpc.error_code"]).toBe("not_found");
+    const client = receiver.spans.find((s) => s.spanId === crm.parentSpanId);
+    expect(client).toMatchObject({ service: "gateway", kind: CLIENT_KIND, status: ERROR });
+  });
+
+  it("the calls of one batch keep their own parents: each crm span is its own request's", async () => {
+    const ids = Array.from({ length: 12 }, (_, i) => `batch-${i}-${Date.now()}`);
+    const answers = await Promise.all(
+      ids.map((id) => call(`/contacts/${contactId}`, { "x-request-id": id })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(ids.map(() => 200));
+    const traces = new Set<string>();
+    for (const id of ids) {
+      const gateway = await gatewaySpan(id);
+      traces.add(gateway.traceId);
+      const crm = await serverSpan(gateway.traceId, "crm", CRM_GET);
+      expect(callerOf(crm)?.spanId).toBe(gateway.spanId);
+    }
+    expect(traces.size).toBe(ids.length);
+  });
+
+  it("a write's event carries the write's trace context: the outbox row's traceparent is its NATS header", async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    const res = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/contacts`,
+      { name: "Outboxed", email: `outboxed-${Date.now()}@tracing.test` },
+      auth,
+    );
+    expect(res.status).toBe(201);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    const crm = await serverSpan(gateway.traceId, "crm", "funil.crm.v1.ContactService/UpsertContact");
+    const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
+    try {
+      const consumer = await jetstream(nc).consumers.get(names.stream("EVENTS"), {
+        filter_subjects: names.subject("events.>"),
+        deliver_policy: DeliverPolicy.StartTime,
+        opt_start_time: since,
+      });
+      const messages = await consumer.consume();
+      let traceparent: string | undefined;
+      const timer = setTimeout(() => messages.stop(), 10_000);
+      for await (const m of messages) {
+        if (!m.string().includes(res.body.id)) continue;
+        traceparent = m.headers?.get("traceparent");
+        break;
+      }
+      clearTimeout(timer);
+      messages.stop();
+      // The write ran inside crm's span: the event belongs to the request's trace, under that span.
+      expect(traceparent).toBe(`00-${gateway.traceId}-${crm.spanId}-01`);
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("health checks are not traced: the probes and the gateway's polls of the services leave no span", async () => {
+    expect((await request("GET", `${stack.gatewayUrl}/readyz`)).status).toBe(200);
+    const res = await call(`/contacts/${contactId}`);
+    await gatewaySpan(res.headers.get("x-request-id")!);
+    expect(receiver.spans.filter((s) => /health|readyz|healthz/i.test(s.name))).toEqual([]);
+  });
+});
