@@ -12,9 +12,9 @@ const KEPT_TAKES = new Set([11, 21, 26, 51, 101, 201, 501]);
  * `limit <take>` of a keyset page. With `limit $n` PostgreSQL planned the
  * statement at every call: its generic plan guesses a tenth of the table for
  * a LIMIT parameter and a custom plan knows n, so the custom plan always
- * looked cheaper and was made again (the contacts page: 183-210 µs of
- * PostgreSQL CPU planned each time, 130-133 µs with its plan kept;
- * bench/RESULTS.md, session 8). The usual sizes are written into the
+ * looked cheaper and was made again (a page planned each time costs
+ * PostgreSQL about half as much again as one whose plan is kept;
+ * bench/RESULTS.md has the figures). The usual sizes are written into the
  * statement, so each is a statement of its own whose generic plan PostgreSQL
  * keeps after five calls; any other size stays a parameter, so that what a
  * client asks cannot multiply the statements a connection prepares. Only for

@@ -43,8 +43,8 @@ export function coalescedReads<R extends Keyed>(
  * estimated as n rows whatever the values, so after five executions its generic plan costs no more
  * than a custom one and is kept. The arrays this replaced (`unnest($1::text[], $2::text[])`) were
  * estimated at 10 elements in the generic plan and at their true length in a custom one, so every
- * batch of fewer than 10 was planned afresh: 165-187 µs of PostgreSQL CPU for a statement of 4 or 8
- * keys, against 57-90 µs now (bench/RESULTS.md, session 8). The padding keeps the statements few:
+ * batch of fewer than 10 was planned afresh, at about twice the PostgreSQL CPU of a kept plan
+ * (bench/RESULTS.md has the figures). The padding keeps the statements few:
  * nine sizes from 1 to 256, each prepared once per connection.
  */
 export function keyRows(sql: Sql, keys: readonly Keyed[]): postgres.Fragment {

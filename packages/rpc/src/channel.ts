@@ -1,8 +1,8 @@
 /**
  * The batch channel: one long-lived HTTP/2 stream per client session that carries the batches of
- * unary-transport.ts as length-prefixed frames, answered on the same stream in any order. A new stream
- * per batch cost the client ~50 µs and the server ~35 µs of CPU in Node's HTTP/2 core; a frame on an
- * open stream ~18 and ~20 (bench/RESULTS.md, session 4). Internal to packages/rpc: other clients use the
+ * unary-transport.ts as length-prefixed frames, answered on the same stream in any order: a stream costs
+ * both ends far more CPU in Node's HTTP/2 core than a frame on a stream already open (bench/RESULTS.md
+ * has the figures). Internal to packages/rpc: other clients use the
  * BatchService or single calls, which the server keeps answering.
  *
  * A request frame is [u32 id][u32 length][a BatchService CallRequest], an answer [u32 id][u16 status]
