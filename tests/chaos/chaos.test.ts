@@ -1,11 +1,11 @@
 import { naming } from "@funil/config";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { startStack } from "../../scripts/stack.mjs";
 import { request } from "../helpers.js";
+import { dropDatabases, stackEnv } from "../private-stack.js";
 import { readStream } from "./events.js";
 import { type PrivateServer, privateServer } from "./servers.js";
 import { type Answer, type Api, WORKLOADS } from "./workloads.js";
@@ -28,17 +28,8 @@ let stack: any;
 
 beforeAll(async () => {
   [nats, redis] = await Promise.all([privateServer("nats"), privateServer("redis")]);
-  const server = postgres(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", {
-    max: 1,
-    onnotice: () => {},
-  });
-  for (const {
-    datname,
-  } of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
-    await server.unsafe(`drop database if exists "${datname}" with (force)`);
-  await server.end();
-  const env: Record<string, string | undefined> = {
-    ...process.env,
+  await dropDatabases(ENV);
+  const env = stackEnv({
     FUNIL_ENV: ENV,
     NATS_URL: nats.url,
     REDIS_URL: redis.url,
@@ -48,10 +39,7 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_HTTP: "true",
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
     WEBHOOK_RETRY_SCHEDULE_MS: "200,400,800,1600,3200",
-  };
-  delete env.PORT;
-  for (const name of Object.keys(env))
-    if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+  });
   stack = await startStack({
     env,
     port: 0,

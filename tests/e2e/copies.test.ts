@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { parseCopies, startStack } from "../../scripts/stack.mjs";
 import { newWorkspace, request } from "../helpers.js";
+import { stackEnv } from "../private-stack.js";
 
 interface Copy {
   index: number;
@@ -19,15 +20,11 @@ interface Copy {
 // biome-ignore lint/suspicious/noExplicitAny: the plain-JS stack API
 let stack: any;
 beforeAll(async () => {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
+  const env = stackEnv({
     FUNIL_ENV: inject("funilEnv"),
     NATS_URL: inject("natsUrl"),
     LOG_LEVEL: "warn",
-  };
-  for (const name of Object.keys(env))
-    if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
-  delete env.PORT;
+  });
   stack = await startStack({
     env,
     port: 0,

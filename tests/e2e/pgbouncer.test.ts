@@ -10,6 +10,7 @@ import { startPgBouncer } from "../../scripts/infra.mjs";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { SERVICES, startStack } from "../../scripts/stack.mjs";
 import { request, waitFor } from "../helpers.js";
+import { dropDatabases, stackEnv } from "../private-stack.js";
 import { type Receiver, startReceiver } from "../receiver.js";
 
 /**
@@ -49,22 +50,15 @@ beforeAll(async () => {
     );
   });
   server = postgres(SERVER, { max: 1, onnotice: () => {} });
-  for (const {
-    datname,
-  } of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
-    await server.unsafe(`drop database if exists "${datname}" with (force)`);
-  const env: Record<string, string | undefined> = {
-    ...process.env,
+  await dropDatabases(ENV, SERVER);
+  const env = stackEnv({
     FUNIL_ENV: ENV,
     DATABASE_URL: bouncer.url,
     DATABASE_IDLE_TIMEOUT_S: String(IDLE_S),
     LOG_LEVEL: "warn",
     WEBHOOK_ALLOW_HTTP: "true",
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-  };
-  delete env.PORT;
-  for (const name of Object.keys(env))
-    if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+  });
   stack = await startStack({ env, port: 0, stdio: process.env.PGB_LOG ?? "ignore", log: () => {} });
   nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
   receiver = await startReceiver();

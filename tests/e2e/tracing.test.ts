@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack } from "../../scripts/stack.mjs";
 import { request, waitFor } from "../helpers.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../otlp-receiver.js";
+import { dropDatabases, stackEnv } from "../private-stack.js";
 
 /**
  * A stack of its own whose every process sends its spans to an OTLP/HTTP receiver in this process: what
@@ -29,25 +30,16 @@ let call: (path: string, headers?: Record<string, string>) => ReturnType<typeof 
 let auth: Record<string, string> = {};
 
 beforeAll(async () => {
-  const server = postgres(SERVER, { max: 1, onnotice: () => {} });
-  for (const {
-    datname,
-  } of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
-    await server.unsafe(`drop database if exists "${datname}" with (force)`);
-  await server.end();
+  await dropDatabases(ENV, SERVER);
   receiver = await startOtlpReceiver();
-  const env: Record<string, string | undefined> = {
-    ...process.env,
+  const env = stackEnv({
     FUNIL_ENV: ENV,
     LOG_LEVEL: "warn",
     RATE_LIMIT_MAX: "100000",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_TRACES_SAMPLER: "always_on",
     OTEL_BSP_SCHEDULE_DELAY: "100",
-  };
-  delete env.PORT;
-  for (const name of Object.keys(env))
-    if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+  });
   stack = await startStack({ env, port: 0, stdio: process.env.OTEL_LOG ?? "ignore", log: () => {} });
   const admin = (method: string, path: string, body?: unknown) =>
     request(method, `${stack.gatewayUrl}/admin/v1${path}`, body, {

@@ -1,7 +1,6 @@
 import { naming } from "@funil/config";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { SERVICES, startStack } from "../../scripts/stack.mjs";
@@ -9,6 +8,7 @@ import { readStream } from "../chaos/events.js";
 import { type PrivateServer, privateServer } from "../chaos/servers.js";
 import { type Answer, type Api, type Send, WORKLOADS } from "../chaos/workloads.js";
 import { request } from "../helpers.js";
+import { dropDatabases, stackEnv } from "../private-stack.js";
 
 /**
  * Scale-out (docs/operations.md "Running copies"): 3 copies of crm, 2 of every other service and 2
@@ -30,17 +30,8 @@ let stack: any;
 
 beforeAll(async () => {
   [nats, redis] = await Promise.all([privateServer("nats"), privateServer("redis")]);
-  const server = postgres(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", {
-    max: 1,
-    onnotice: () => {},
-  });
-  for (const {
-    datname,
-  } of await server`select datname from pg_database where datname like ${`funil\\_${ENV}\\_%`}`)
-    await server.unsafe(`drop database if exists "${datname}" with (force)`);
-  await server.end();
-  const env: Record<string, string | undefined> = {
-    ...process.env,
+  await dropDatabases(ENV);
+  const env = stackEnv({
     FUNIL_ENV: ENV,
     NATS_URL: nats.url,
     REDIS_URL: redis.url,
@@ -56,10 +47,7 @@ beforeAll(async () => {
     // The balancer below polls /readyz every 100 ms: a stopping gateway stays up that long after.
     SHUTDOWN_DELAY_MS: "500",
     DATABASE_POOL_MAX: "2",
-  };
-  delete env.PORT;
-  for (const name of Object.keys(env))
-    if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+  });
   stack = await startStack({
     env,
     port: 0,

@@ -1,9 +1,9 @@
-import postgres from "postgres";
 import type { TestProject } from "vitest/node";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { ensureInfra } from "../../scripts/infra.mjs";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { startStack } from "../../scripts/stack.mjs";
+import { dropDatabases, stackEnv } from "../private-stack.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -28,8 +28,7 @@ const TEST_ENV = process.env.FUNIL_TEST_ENV ?? "test";
  * development stack on the same machine is never touched.
  */
 export default async function setup(project: TestProject) {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
+  const env = stackEnv({
     FUNIL_ENV: TEST_ENV,
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
     RATE_LIMIT_MAX: "100000",
@@ -44,22 +43,11 @@ export default async function setup(project: TestProject) {
     // (tests/e2e/webhooks.test.ts, issue 11 §3).
     WEBHOOK_MAX_IN_FLIGHT: "16",
     WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: "8",
-  };
-  delete env.PORT;
-  for (const name of Object.keys(env))
-    if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
+  });
   await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
 
   // A clean slate: the previous run's test databases go.
-  const server = postgres(env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", {
-    max: 1,
-    onnotice: () => {},
-  });
-  for (const {
-    datname,
-  } of await server`select datname from pg_database where datname like ${`funil\\_${TEST_ENV}\\_%`}`)
-    await server.unsafe(`drop database if exists "${datname}" with (force)`);
-  await server.end();
+  await dropDatabases(TEST_ENV, env.DATABASE_URL);
 
   const stack = await startStack({ env, port: 0, stdio: process.env.STACK_LOG ?? "ignore" });
   project.provide("gatewayUrl", stack.gatewayUrl);
