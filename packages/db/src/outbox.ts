@@ -95,10 +95,13 @@ const RELAY_LOCK = 7_277_101_843_010_321n;
  *
  * Copies of a service share one outbox, and only one relay publishes at a
  * time: the holder of an advisory lock taken on a connection of its own. The
- * others wait on that lock (a plain statement, no transaction open) and one of
- * them takes over the moment the holder's connection ends: a stop, a crash or
- * a kill ends the process's session, and PostgreSQL releases its locks with
- * it. Two relays claiming batches side by side would each send their batch at
+ * others try the lock at each poll (no transaction open) and one of them takes
+ * over within a poll of the holder's connection ending: a stop, a crash or a
+ * kill ends the process's session, and PostgreSQL releases its locks with it.
+ * The lock is tried, never waited for: PostgreSQL does not notice that the
+ * client of a statement waiting on a lock has gone, so every copy stopped or
+ * killed while waiting would leave a backend (a connection) behind it until the
+ * lock came free. Two relays claiming batches side by side would each send their batch at
  * once, so a deal's `opportunity.won` could reach the stream before its
  * `opportunity.created`; one publisher sending rows in `seq` order keeps each
  * entity's events in commit order (two writes of one entity are serialized by
@@ -150,7 +153,9 @@ export function startOutboxRelay({
 
   async function drainOnce(): Promise<number> {
     if (!leading) {
-      await session`select pg_advisory_lock(${RELAY_LOCK.toString()}::bigint)`;
+      const [lock] = await session<{ taken: boolean }[]>`
+        select pg_try_advisory_lock(${RELAY_LOCK.toString()}::bigint) as taken`;
+      if (!lock?.taken) return 0;
       leading = true;
     }
     // The envelope is published as PostgreSQL stored it, as text: read as jsonb, the driver parsed it
@@ -186,7 +191,7 @@ export function startOutboxRelay({
         return n;
       },
       (err: unknown) => {
-        // Waiting for the lock ends with an error when stop() closes the session: not a failure.
+        // A drain cut by stop() closing the session is not a failure.
         if (stopped) throw err;
         stats.publishFailures++;
         if (stats.streak++ === 0) {
@@ -209,8 +214,9 @@ export function startOutboxRelay({
         failed = true;
       }
       if (stopped) break;
-      // After a failure wait (with backoff) even if writes keep notifying: no hot loop on a bus outage.
-      if ((notified && !failed) || woken) continue;
+      // After a failure wait (with backoff) even if writes keep notifying: no hot loop on a bus outage. A
+      // relay standing by only tries the lock at each interval, whatever the writes notify.
+      if (leading && ((notified && !failed) || woken)) continue;
       const delay = failed ? Math.min(maxRetryMs, retryMs * 2 ** (stats.streak - 1)) : intervalMs;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delay);
@@ -229,7 +235,11 @@ export function startOutboxRelay({
     ready: listening.then(() => {}),
     /** Publishes everything pending now, once this relay holds the lock (tests). */
     flush: async () => {
-      while ((await drain()) > 0) {}
+      for (;;) {
+        const n = await drain();
+        if (leading && n === 0) return;
+        if (!leading) await new Promise((r) => setTimeout(r, 50));
+      }
     },
     /** Tries again now, without waiting out a retry delay (the bus is back). */
     wake: () => {
@@ -248,7 +258,7 @@ export function startOutboxRelay({
     stop: async () => {
       stopped = true;
       wake?.();
-      // A relay waiting for the lock waits in a statement: only ending its session ends the wait.
+      // A relay standing by has nothing to finish: its session ends at once.
       if (!leading) await session.end({ timeout: 0 });
       await running;
       // What the last requests wrote goes out now rather than at the next start (a lone copy), unless
