@@ -258,8 +258,8 @@ export function startOutboxRelay({
     stop: async () => {
       stopped = true;
       wake?.();
-      // A relay standing by has nothing to finish: its session ends at once.
-      if (!leading) await session.end({ timeout: 0 });
+      // The drain in progress (a try of the lock, or a publish) finishes before the session ends: ending
+      // it under a statement would reject that statement where nothing waits for it any more.
       await running;
       // What the last requests wrote goes out now rather than at the next start (a lone copy), unless
       // the bus is away: then it waits in the outbox for whichever relay runs next.

@@ -57,6 +57,9 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       return typeof given === "string" && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     forceCloseConnections: "idle",
+    // A request that still arrives while the gateway stops (on a connection opened before) is served like
+    // any other, answered with `connection: close`: Fastify's own 503 would be neither needed nor ours.
+    return503OnClosing: false,
     // Long ids reach the route's own validation (a clear 400) instead of the router's bare 414.
     routerOptions: { maxParamLength: 2000 },
     frameworkErrors: frameworkError,
