@@ -20,15 +20,17 @@ import { adminRoutes } from "./routes/admin/index.js";
 import { appointmentRoutes } from "./routes/v1/appointments.js";
 import { calendarRoutes } from "./routes/v1/calendars.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
-import { dealRoutes } from "./routes/v1/deals.js";
+import { customFieldRoutes } from "./routes/v1/custom-fields.js";
 import { funnelRoutes } from "./routes/v1/funnel.js";
 import { interactionRoutes } from "./routes/v1/interactions.js";
-import { learnerRoutes } from "./routes/v1/learners.js";
+import { memberRoutes } from "./routes/v1/members.js";
 import { noteRoutes } from "./routes/v1/notes.js";
+import { opportunityRoutes } from "./routes/v1/opportunities.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
+import { platformUserRoutes } from "./routes/v1/platform-users.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
 import { webhookRoutes } from "./routes/v1/webhooks.js";
-import { workspaceRoutes } from "./routes/v1/workspace.js";
+import { serviceMetrics } from "./service-metrics.js";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -127,7 +129,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   await app.register(jsonBodyPlugin);
   await app.register(httpEdgePlugin);
   const health = healthChecks(ctx);
-  await app.register(metricsPlugin, { register: health.registerMetrics });
+  await app.register(metricsPlugin, { register: serviceMetrics(health) });
   // Browsers may call the API only from the origins the operator lists (none by default).
   if (ctx.config.CORS_ORIGINS.length > 0)
     await app.register(cors, {
@@ -161,17 +163,18 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
         windowMs: ctx.config.RATE_LIMIT_WINDOW_MS,
       });
       await v1.register(contactRoutes(ctx));
-      await v1.register(dealRoutes(ctx));
+      await v1.register(opportunityRoutes(ctx));
       await v1.register(pipelineRoutes(ctx));
       await v1.register(funnelRoutes(ctx));
       await v1.register(taskRoutes(ctx));
       await v1.register(noteRoutes(ctx));
       await v1.register(interactionRoutes(ctx));
-      await v1.register(workspaceRoutes(ctx));
+      await v1.register(customFieldRoutes(ctx));
+      await v1.register(memberRoutes(ctx));
       await v1.register(calendarRoutes(ctx));
       await v1.register(appointmentRoutes(ctx));
       await v1.register(webhookRoutes(ctx));
-      await v1.register(learnerRoutes(ctx));
+      await v1.register(platformUserRoutes(ctx));
     },
     { prefix: "/api/v1" },
   );

@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { contact, contactDetail, page } from "../../schemas/responses.js";
-import { touchesJson } from "../../summaries.js";
+import { touchesJson } from "../../touches.js";
 
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };

@@ -10,7 +10,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { deal, dealDetail, page } from "../../schemas/responses.js";
-import { touchesJson } from "../../summaries.js";
+import { touchesJson } from "../../touches.js";
 
 const read = { scopes: ["opportunities.read"] };
 const write = { scopes: ["opportunities.write"] };
@@ -18,7 +18,7 @@ const errors = errorResponses(400, 401, 403, 404, 409, 422);
 
 const json = (res: { opportunity?: Opportunity }) => toApiJson(OpportunitySchema, res.opportunity!);
 
-export const dealRoutes =
+export const opportunityRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(

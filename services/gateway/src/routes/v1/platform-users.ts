@@ -11,7 +11,7 @@ const platform = { platform: true };
 const errors = errorResponses(400, 401, 403, 404);
 
 /** Learner usage (SPEC.md §4): global platform data, never filtered by the caller's workspace. */
-export const learnerRoutes =
+export const platformUserRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(

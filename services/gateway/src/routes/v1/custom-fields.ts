@@ -1,15 +1,15 @@
-import { CustomFieldSchema, MemberSchema } from "@funil/contracts";
+import { CustomFieldSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
-import { listCustomFieldsQuery, z } from "@funil/schemas";
+import { listCustomFieldsQuery } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
-import { customField, member, page } from "../../schemas/responses.js";
+import { customField, page } from "../../schemas/responses.js";
 import { pageOf, wholeListQuery } from "./whole-list.js";
 
 const errors = errorResponses(400, 401, 403);
 
-export const workspaceRoutes =
+export const customFieldRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
@@ -37,27 +37,6 @@ export const workspaceRoutes =
             limit,
             key: (f) => String(f.id),
           },
-        );
-      },
-    );
-
-    app.get(
-      "/members",
-      {
-        config: { scopes: ["members.read"] },
-        schema: {
-          tags: ["members"],
-          summary: "List workspace members, deactivated ones included",
-          querystring: z.strictObject(wholeListQuery),
-          response: { 200: page(member), ...errors },
-        },
-      },
-      async (req) => {
-        const { workspaceId } = req.caller;
-        const res = await ctx.crm.members.listMembers({ workspaceId });
-        return pageOf(
-          res.data.map((m) => toApiJson(MemberSchema, m)),
-          { list: "members", workspaceId, ...req.query, key: (m) => String(m.id) },
         );
       },
     );
