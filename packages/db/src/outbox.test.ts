@@ -2,7 +2,7 @@ import { connectBus, ensureStreams, publisher } from "@funil/bus";
 import { naming } from "@funil/config";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDatabase, type Sql } from "./client.js";
+import { openDatabase, openPool, type Sql } from "./client.js";
 import { migrate } from "./migrate.js";
 import { firstDelivery, startOutboxRelay, writeEvent } from "./outbox.js";
 
@@ -189,6 +189,30 @@ describe("outbox relays in several copies (one publisher per database)", () => {
       }),
     );
   }, 30_000);
+});
+
+describe('the relay\'s connections (README "Connections")', () => {
+  it("each relay holds one session: the publishing one LISTENs on the session that holds the lock, the ones standing by do not LISTEN", async () => {
+    // Each relay on a pool of its own, as in a process of its own: every connection it opens is counted.
+    const applicationName = `${names.database("db")}:relay-count`;
+    const pools = [0, 1, 2].map(() => openPool(server, names.database("db"), { max: 2, applicationName }));
+    const relays = pools.map((own) =>
+      startOutboxRelay({ sql: own, publish: publisher(nc), intervalMs: 100, onError: () => {} }),
+    );
+    await expect.poll(() => relays.filter((r) => r.stats().leading).length, { timeout: 5000 }).toBe(1);
+    // Let the ones standing by poll a few times more: each poll reuses its one session.
+    await new Promise((r) => setTimeout(r, 300));
+    const held = await sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity where application_name = ${applicationName}`;
+    expect(held[0]!.n).toBe(3);
+    // Only the holder listens: `ready` resolves once a relay holds the lock and LISTENs.
+    await relays.find((r) => r.stats().leading)?.ready;
+    await Promise.all(relays.map((r) => r.stop()));
+    await Promise.all(pools.map((own) => own.end({ timeout: 1 })));
+    const after = await sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity where application_name = ${applicationName}`;
+    expect(after[0]!.n).toBe(0);
+  });
 });
 
 describe("migration runner", () => {

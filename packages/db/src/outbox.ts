@@ -67,7 +67,10 @@ export type Publish = (
 ) => Promise<void>;
 
 interface RelayOptions {
+  /** The service's pool: the relay's one session is opened with its settings. */
   sql: Sql;
+  /** The session's application_name (who holds what in pg_stat_activity). */
+  applicationName?: string;
   publish: Publish;
   /** The first failure of a streak (an outage is one line, not one per retry). */
   onError?: (err: unknown) => void;
@@ -114,6 +117,7 @@ const RELAY_LOCK = 7_277_101_843_010_321n;
  */
 export function startOutboxRelay({
   sql,
+  applicationName,
   publish,
   onError,
   onRecover,
@@ -130,34 +134,58 @@ export function startOutboxRelay({
   // wake() during a drain: whatever that drain's outcome, the next one starts at once.
   let woken = false;
   const stats = { publishFailures: 0, streak: 0, failingSince: 0 };
-  const listening = sql
-    .listen("outbox", () => {
-      notified = true;
-      wake?.();
-    })
-    .catch((err) => onError?.(err));
+  let listened: () => void = () => {};
+  const listening = new Promise<void>((resolve) => {
+    listened = resolve;
+  });
 
-  // The lock lives as long as this one session: never released for being idle or old, and a session that
-  // ends (the server restarted, the network cut) is seen at once, so that this relay stops publishing
-  // before it takes the lock again on a new session.
+  // One session holds the lock and, while it does, LISTENs: the lock lives as long as the session (never
+  // released for being idle or old), and a session that ends (the server restarted, the network cut) is
+  // seen at once, so that this relay stops publishing before it takes the lock again on a new session,
+  // where it LISTENs again. Relays standing by do not LISTEN: a notification would only make them try a
+  // lock they cannot take, so each copy costs one connection, not two (sql.listen() would open one more).
   let leading = false;
   const session = postgres({
     ...sql.options,
     max: 1,
     idle_timeout: null,
     max_lifetime: null,
+    connection: {
+      ...sql.options.connection,
+      ...(applicationName ? { application_name: applicationName } : {}),
+    },
+    // postgres.js hands the notifications a connection receives to this option (its own sql.listen()
+    // does the same on the connection it opens for them).
+    onnotify: () => {
+      notified = true;
+      wake?.();
+    },
     onclose: () => {
       leading = false;
+      sessionsEnded++;
     },
   } as unknown as postgres.Options<Record<string, never>>);
+  let sessionsEnded = 0;
+
+  /**
+   * Takes the lock when it is free; the holder LISTENs on the same session before it reads a row. Both
+   * must have run on one session: a session that ended in between (the next statement reconnects) leaves
+   * this relay standing by until its next poll.
+   */
+  async function lead(): Promise<boolean> {
+    const session0 = sessionsEnded;
+    const [lock] = await session<{ taken: boolean }[]>`
+      select pg_try_advisory_lock(${RELAY_LOCK.toString()}::bigint) as taken`;
+    if (!lock?.taken) return false;
+    await session`listen outbox`;
+    if (sessionsEnded !== session0) return false;
+    leading = true;
+    listened();
+    return true;
+  }
 
   async function drainOnce(): Promise<number> {
-    if (!leading) {
-      const [lock] = await session<{ taken: boolean }[]>`
-        select pg_try_advisory_lock(${RELAY_LOCK.toString()}::bigint) as taken`;
-      if (!lock?.taken) return 0;
-      leading = true;
-    }
+    if (!leading && !(await lead())) return 0;
     // The envelope is published as PostgreSQL stored it, as text: read as jsonb, the driver parsed it
     // into objects (camel-casing every key on the way) only for it to be stringified again; a webhook
     // fan-out's jobs (64 ids each) made that about 16 KB of garbage per job (bench:webhooks).
@@ -231,8 +259,8 @@ export function startOutboxRelay({
   const running = loop();
 
   return {
-    /** Resolves once the relay listens for notifications (until then it only polls). */
-    ready: listening.then(() => {}),
+    /** Resolves once this relay holds the lock and listens for notifications (tests). */
+    ready: listening,
     /** Publishes everything pending now, once this relay holds the lock (tests). */
     flush: async () => {
       for (;;) {
@@ -265,8 +293,6 @@ export function startOutboxRelay({
       // the bus is away: then it waits in the outbox for whichever relay runs next.
       if (leading) while ((await drain().catch(() => 0)) > 0) {}
       await session.end({ timeout: 5 });
-      const l = await listening;
-      if (l) await l.unlisten().catch(() => {});
     },
   };
 }

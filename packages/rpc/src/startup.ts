@@ -11,7 +11,6 @@ import { type Clock, createLogger, type Logger, loadConfig, type Naming, naming,
 import {
   migrate,
   openDatabase,
-  openPool,
   type Sql,
   startIdempotencyCleanup,
   startOutboxRelay,
@@ -97,12 +96,6 @@ export async function startService(opts: {
     customPlans: opts.customPlans,
   });
   await migrate(sql, opts.migrations);
-  // The outbox relay polls every half second: on a pool of its own (its poll and its LISTEN), it does not
-  // keep the request pool's idle connections open, and a slow publish never holds a request's connection.
-  const relaySql = openPool(config.DATABASE_URL, names.database(name), {
-    max: 1,
-    applicationName: `${names.database(name)}:relay`,
-  });
   const nc = await connectBus(config.NATS_URL, name);
   await ensureStreams(nc, names, undefined, { replicas: config.NATS_STREAM_REPLICAS });
 
@@ -125,8 +118,10 @@ export async function startService(opts: {
     onError: (err) => log.warn({ err }, "idempotency cleanup failed, will retry"),
   });
   // An outage is one line when it starts and one when it ends, without a stack: not a bug.
+  // The relay runs on one session of its own, opened with the pool's settings (outbox.ts).
   const relay = startOutboxRelay({
-    sql: relaySql,
+    sql,
+    applicationName: `${names.database(name)}:relay`,
     publish: publisher(nc),
     onError: (err) => log.warn({ cause: causeOf(err) }, "outbox relay: publish failing, retrying"),
     onRecover: (r) => log.info(r, "outbox relay: publishing again"),
@@ -159,7 +154,7 @@ export async function startService(opts: {
       idempotencyCleanup.stop();
       await relay.stop();
       await nc.drain();
-      await Promise.all([sql.end({ timeout: 5 }), relaySql.end({ timeout: 5 })]);
+      await sql.end({ timeout: 5 });
       await stopTracing();
     },
   };
