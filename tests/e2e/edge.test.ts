@@ -55,8 +55,8 @@ beforeAll(async () => {
   ws = await newWorkspace();
 });
 
-describe("issue 8: bodies that used to be a 500", () => {
-  it("API §1: a body nested thousands of levels deep is a 400 validation_failed on every write route", async () => {
+describe("docs/api/conventions.md §Errors: odd bodies are a 4xx, never a 500", () => {
+  it("docs/api/conventions.md §Errors: a body nested thousands of levels deep is a 400 validation_failed on every write route", async () => {
     for (const body of [deepArray(4000), deepObject(10_000), `{"name":"a","tags":${deepArray(40)}}`]) {
       for (const [method, path] of [
         ["POST", "/contacts"],
@@ -72,7 +72,7 @@ describe("issue 8: bodies that used to be a 500", () => {
     }
   });
 
-  it("API §1: customFields holding a list 50 levels deep is a 400, on contacts and deals alike", async () => {
+  it("docs/api/conventions.md §Errors: customFields holding a list 50 levels deep is a 400, on contacts and deals alike", async () => {
     const p = await pipeline(ws);
     const c = await contact(ws);
     const deep = JSON.parse(deepArray(50));
@@ -93,7 +93,7 @@ describe("issue 8: bodies that used to be a 500", () => {
     expect(patched.status).toBe(400);
   });
 
-  it("API §4 invalid_cursor: a cursor the list issued, with a NUL put inside, is a 400 invalid_cursor", async () => {
+  it("docs/api/conventions.md §Lists and pagination: a cursor the list issued, with a NUL put inside, is a 400 invalid_cursor", async () => {
     const p = await pipeline(ws);
     const c1 = await contact(ws);
     const c2 = await contact(ws);
@@ -114,7 +114,7 @@ describe("issue 8: bodies that used to be a 500", () => {
     }
   });
 
-  it("API §4: limit is plain decimal digits: 1e1, ' 10' and 0x10 are a 400", async () => {
+  it("docs/api/conventions.md §Lists and pagination: limit is plain decimal digits: 1e1, ' 10' and 0x10 are a 400", async () => {
     for (const limit of ["1e1", "%2010", "0x10", "10.0", ""]) {
       const res = await ws.call("GET", `/contacts?limit=${limit}`);
       expect(res.status, limit).toBe(400);
@@ -123,7 +123,7 @@ describe("issue 8: bodies that used to be a 500", () => {
     expect((await ws.call("GET", "/contacts?limit=10")).status).toBe(200);
   });
 
-  it("issue 8: an empty body with content-type application/json is no body on routes that take none", async () => {
+  it("docs/api/conventions.md §Format: an empty body with content-type application/json is no body on routes that take none", async () => {
     const c = await contact(ws);
     const res = await ws.call("POST", `/contacts/${c.id}/archive`, "", {
       "content-type": "application/json",
@@ -136,8 +136,8 @@ describe("issue 8: bodies that used to be a 500", () => {
   });
 });
 
-describe("issue 8: answers below the routes keep the contract", () => {
-  it("API §1: headers over 16 KB are a 431 with the error body and an x-request-id", async () => {
+describe("docs/api/conventions.md §Errors: answers below the routes keep the contract", () => {
+  it("docs/api/conventions.md §Errors: headers over 16 KB are a 431 with the error body and an x-request-id", async () => {
     const answer = await raw(
       `GET /api/v1/contacts HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`,
     );
@@ -148,21 +148,21 @@ describe("issue 8: answers below the routes keep the contract", () => {
     });
   });
 
-  it("API §1: a malformed Content-Length is a 400 with the error body and an x-request-id", async () => {
+  it("docs/api/conventions.md §Errors: a malformed Content-Length is a 400 with the error body and an x-request-id", async () => {
     const answer = await raw("POST /api/v1/contacts HTTP/1.1\r\nhost: x\r\ncontent-length: abc\r\n\r\n{}");
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer).toMatch(/\r\nx-request-id: /);
     expect(JSON.parse(answer.split("\r\n\r\n")[1]!).error.code).toBe("validation_failed");
   });
 
-  it("API §1: a malformed percent-encoding in the path answers with an x-request-id", async () => {
+  it("docs/api/conventions.md §Errors: a malformed percent-encoding in the path answers with an x-request-id", async () => {
     const res = await ws.call("GET", "/contacts/%ZZ");
     expect(res.status).toBe(400);
     expect(res.headers.get("x-request-id")).toBeTruthy();
     expect(res.body.error.code).toBe("validation_failed");
   });
 
-  it("issue 8: a known path with another method is a 405 with Allow; an unknown path stays a 404", async () => {
+  it("docs/api/conventions.md §Errors: a known path with another method is a 405 with Allow; an unknown path stays a 404", async () => {
     const res = await ws.call("DELETE", "/contacts");
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("GET, HEAD, POST");
@@ -173,7 +173,7 @@ describe("issue 8: answers below the routes keep the contract", () => {
     expect((await ws.call("GET", "/nothing-here")).status).toBe(404);
   });
 
-  it("issue 8: answers over 1 KB are compressed when the client asks, and only then", async () => {
+  it("docs/api/conventions.md §Format: answers over 1 KB are compressed when the client asks, and only then", async () => {
     const url = `${gatewayUrl()}/api/v1/openapi.json`;
     // fetch decompresses what it asked to be compressed, and keeps the header that says so.
     const zipped = await request("GET", url, undefined, { "accept-encoding": "gzip" });
@@ -187,7 +187,7 @@ describe("issue 8: answers below the routes keep the contract", () => {
   });
 });
 
-describe("issue 8: rate limit and CORS", () => {
+describe("docs/api/conventions.md §Rate limits, §Format (CORS)", () => {
   let limited: GatewayCopy;
   let open: GatewayCopy;
   beforeAll(async () => {
@@ -200,7 +200,7 @@ describe("issue 8: rate limit and CORS", () => {
     await Promise.all([limited?.stop(), open?.stop()]);
   });
 
-  it("API §1 rate_limited: requests refused by validation or scope count, and carry x-ratelimit-* headers", async () => {
+  it("docs/api/conventions.md §Rate limits: requests refused by validation or scope count, and carry x-ratelimit-* headers", async () => {
     const reader = await keyFor(ws, ["contacts.read"]);
     const call = (path: string, method = "GET", body?: unknown) =>
       request(method, `${limited.url}/api/v1${path}`, body, { authorization: `Bearer ${reader.key}` });
@@ -214,13 +214,13 @@ describe("issue 8: rate limit and CORS", () => {
     expect(over.body.error.code).toBe("rate_limited");
   });
 
-  it("issue 8: CORS is off by default: no access-control header, whatever the origin", async () => {
+  it("docs/operations.md §Gateway: CORS is off by default: no access-control header, whatever the origin", async () => {
     const res = await ws.call("GET", "/contacts", undefined, { origin: "https://app.example.com" });
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBeNull();
   });
 
-  it("issue 8: with CORS_ORIGINS, listed origins get CORS answers and preflights, others none", async () => {
+  it("docs/operations.md §Gateway: with CORS_ORIGINS, listed origins get CORS answers and preflights, others none", async () => {
     const preflight = await request("OPTIONS", `${open.url}/api/v1/contacts`, undefined, {
       origin: "https://app.example.com",
       "access-control-request-method": "POST",
@@ -243,12 +243,12 @@ describe("issue 8: rate limit and CORS", () => {
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
   });
 
-  it("issue 8: a malformed CORS_ORIGINS stops the gateway with a message naming it", () => {
+  it("docs/operations.md §Gateway: a malformed CORS_ORIGINS stops the gateway with a message naming it", () => {
     expect(() => loadConfig(gatewayConfig, { CORS_ORIGINS: "app.example.com" })).toThrow(/CORS_ORIGINS/);
   });
 });
 
-describe("issue 8: the OpenAPI document lists every answer the server gives", () => {
+describe("docs/api/conventions.md §Base URL and versioning: the OpenAPI document lists every answer the server gives", () => {
   let doc: Json;
   beforeAll(async () => {
     doc = (await request("GET", `${gatewayUrl()}/api/v1/openapi.json`)).body;
@@ -260,7 +260,7 @@ describe("issue 8: the OpenAPI document lists every answer the server gives", ()
       ),
     );
 
-  it("API §1: every operation has a unique operationId, a summary, and documents 400, 401, 431, 500 and 503", () => {
+  it("docs/api/conventions.md §Base URL and versioning: every operation has a unique operationId, a summary, and documents 400, 401, 431, 500 and 503", () => {
     const ids = operations().map(([, , op]) => op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
     for (const [method, path, op] of operations()) {
@@ -277,7 +277,7 @@ describe("issue 8: the OpenAPI document lists every answer the server gives", ()
     expect(doc.paths["/api/v1/contacts"].get.responses["200"].headers["x-ratelimit-remaining"]).toBeDefined();
   });
 
-  it("issue 8: DELETE /admin/v1/keys/{id} documents its 204; single-page lists type nextCursor as string or null", () => {
+  it("docs/api/admin.md §Routes: DELETE /admin/v1/keys/{id} documents its 204; single-page lists type nextCursor as string or null", () => {
     const revoke = doc.paths["/admin/v1/keys/{id}"].delete.responses;
     expect(revoke["204"]).toBeDefined();
     expect(revoke["200"]).toBeUndefined();
@@ -293,7 +293,7 @@ describe("issue 8: the OpenAPI document lists every answer the server gives", ()
     }
   });
 
-  it("issue 8: a task's title and a note's body document their minLength", () => {
+  it("docs/api/deals.md §Task: a task's title and a note's body document their minLength", () => {
     const s = doc.components.schemas;
     expect(s.TaskCreateInput.properties.title.minLength).toBe(1);
     expect(s.NoteCreateInput.properties.body.minLength).toBe(1);

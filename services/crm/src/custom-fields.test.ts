@@ -14,7 +14,7 @@ const defs: FieldDefinition[] = [
   { fieldKey: "s", type: "select", options: ["x", "y"] },
 ];
 
-describe("customFields validation (API §5)", () => {
+describe("customFields validation (docs/api/contacts.md §Contact)", () => {
   it("accepts values of each definition's type, and null (remove)", () => {
     expect(checkCustomFields({ t: "hi", n: 1.5, b: false, d: "2026-01-31", s: "y" }, defs)).toEqual([]);
     expect(checkCustomFields({ d: "2024-02-29", t: null }, defs)).toEqual([]);

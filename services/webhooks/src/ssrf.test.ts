@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { blockedAddress } from "./ssrf.js";
 
-describe("API §11: webhook targets may not be loopback, private, link-local or metadata addresses", () => {
+describe("docs/api/webhooks.md §Subscription: webhook targets may not be loopback, private, link-local or metadata addresses", () => {
   it.each([
     ["127.0.0.1", "loopback"],
     ["127.255.255.254", "loopback"],

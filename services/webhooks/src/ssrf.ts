@@ -1,7 +1,7 @@
 import { isIPv4, isIPv6 } from "node:net";
 
 /**
- * Where a webhook may not be sent (API.md §11): an address of this machine,
+ * Where a webhook may not be sent (docs/api/webhooks.md §Subscription): an address of this machine,
  * of a private network, link-local (where clouds serve instance metadata) or
  * otherwise not a public host. IPv4 and IPv6, with IPv4 hidden in IPv6
  * (mapped, compatible, NAT64) judged as the IPv4 address it carries.
