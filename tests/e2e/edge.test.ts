@@ -300,8 +300,8 @@ describe("docs/api/conventions.md §Base URL and versioning: the OpenAPI documen
   });
 });
 
-describe("issue finding 5: ambiguous credentials are refused, never chosen between", () => {
-  it("finding 5: two Authorization headers are a 401 unauthorized, whichever key comes first", async () => {
+describe("docs/api/conventions.md §Authentication and API keys: ambiguous credentials are refused, never chosen between", () => {
+  it("two Authorization headers are a 401 unauthorized, whichever key comes first", async () => {
     const other = await newWorkspace();
     for (const [first, second] of [
       [`Bearer ${ws.key}`, "Bearer garbage"],
@@ -328,7 +328,7 @@ describe("issue finding 5: ambiguous credentials are refused, never chosen betwe
     expect(one.status).toBe(200);
   });
 
-  it("finding 5: the admin token sent twice is a 401 too", async () => {
+  it("the admin token sent twice is a 401 too", async () => {
     const token = `authorization: Bearer ${inject("adminToken")}`;
     const res = await rawRequest(
       "GET /admin/v1/workspaces HTTP/1.1",
@@ -342,8 +342,8 @@ describe("issue finding 5: ambiguous credentials are refused, never chosen betwe
   });
 });
 
-describe("issue finding 6: cursors are tamper-evident", () => {
-  it("finding 6: a cursor re-encoded with a changed position is a 400 invalid_cursor; the one issued reads on", async () => {
+describe("docs/api/conventions.md §Lists and pagination: cursors are tamper-evident", () => {
+  it("a cursor re-encoded with a changed position is a 400 invalid_cursor; the one issued reads on", async () => {
     const mine = await newWorkspace();
     const made = [await contact(mine), await contact(mine), await contact(mine)];
     const first = await mine.call("GET", "/contacts?limit=1");
@@ -366,7 +366,7 @@ describe("issue finding 6: cursors are tamper-evident", () => {
     expect(next.body.data[0].id).toBe(made[1]!.id);
   });
 
-  it("finding 6: the short lists' cursors are signed too", async () => {
+  it("the short lists' cursors are signed too", async () => {
     const mine = await newWorkspace();
     await member(mine);
     await member(mine);
@@ -380,10 +380,10 @@ describe("issue finding 6: cursors are tamper-evident", () => {
   });
 });
 
-describe("issue finding 7: every list takes limit 1..500", () => {
+describe("docs/api/conventions.md §Lists and pagination: every list takes limit 1..500", () => {
   const SHORT = ["/custom-fields", "/pipelines", "/members", "/calendars", "/webhooks"];
 
-  it("finding 7: the short lists refuse limit 0, 501, -1, 1e1 and abc with a 400 naming query.limit", async () => {
+  it("the short lists refuse limit 0, 501, -1, 1e1 and abc with a 400 naming query.limit", async () => {
     for (const path of SHORT)
       for (const limit of ["0", "501", "-1", "1e1", "abc"]) {
         const res = await ws.call("GET", `${path}?limit=${limit}`);
@@ -393,7 +393,7 @@ describe("issue finding 7: every list takes limit 1..500", () => {
       }
   });
 
-  it("finding 7: a short list pages by limit and cursor, and is one page (nextCursor null) by default", async () => {
+  it("a short list pages by limit and cursor, and is one page (nextCursor null) by default", async () => {
     const mine = await newWorkspace();
     const members = [await member(mine), await member(mine), await member(mine)];
     const whole = await mine.call("GET", "/members");
@@ -412,7 +412,7 @@ describe("issue finding 7: every list takes limit 1..500", () => {
     expect(seen).toEqual(members.map((m) => m.id));
   });
 
-  it("finding 7: a subscription's deliveries take limit 1..500 (at most 50 come back) and no cursor", async () => {
+  it("a subscription's deliveries take limit 1..500 (at most 50 come back) and no cursor", async () => {
     const sub = await ws.call("POST", "/webhooks", {
       url: "http://127.0.0.1:9/hook",
       events: ["contact.created"],
@@ -428,10 +428,10 @@ describe("issue finding 7: every list takes limit 1..500", () => {
   });
 });
 
-describe("issue finding 8: answers below the routes carry our error body and headers", () => {
+describe("docs/api/conventions.md §Errors: answers below the routes carry our error body and headers", () => {
   const authorized = () => `authorization: Bearer ${ws.key}`;
 
-  it("finding 8: an Expect other than 100-continue is a 417 expectation_failed with our body and headers", async () => {
+  it("an Expect other than 100-continue is a 417 expectation_failed with our body and headers", async () => {
     for (const [method, path] of [
       ["GET", "/api/v1/contacts"],
       ["POST", "/api/v1/contacts"],
@@ -454,7 +454,7 @@ describe("issue finding 8: answers below the routes carry our error body and hea
     }
   });
 
-  it("finding 8: an HTTP/1.1 request without Host is a 400 with our body and headers; HTTP/1.0 needs none", async () => {
+  it("an HTTP/1.1 request without Host is a 400 with our body and headers; HTTP/1.0 needs none", async () => {
     const res = await rawRequest("GET /api/v1/contacts HTTP/1.1", "connection: close", authorized());
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -466,7 +466,7 @@ describe("issue finding 8: answers below the routes carry our error body and hea
     expect(old.status).toBe(200);
   });
 
-  it("finding 8: obs-fold, control bytes in a header value and %C0%AF in a path are a 400 with our body and an x-request-id", async () => {
+  it("obs-fold, control bytes in a header value and %C0%AF in a path are a 400 with our body and an x-request-id", async () => {
     for (const lines of [
       ["GET /api/v1/contacts HTTP/1.1", "host: x", authorized(), "x-folded: a", " b"],
       ["GET /api/v1/contacts HTTP/1.1", "host: x", authorized(), "x-control: a\u0001b"],
@@ -482,7 +482,7 @@ describe("issue finding 8: answers below the routes carry our error body and hea
     }
   });
 
-  it("finding 8: a POST body with content-type text/plain is a 415 unsupported_media_type", async () => {
+  it("a POST body with content-type text/plain is a 415 unsupported_media_type", async () => {
     for (const type of ["text/plain", "text/plain; charset=utf-8"]) {
       const res = await ws.call("POST", "/contacts", JSON.stringify({ name: "a", phone: "11999990001" }), {
         "content-type": type,
@@ -493,7 +493,7 @@ describe("issue finding 8: answers below the routes carry our error body and hea
     }
   });
 
-  it("finding 8: the OpenAPI document says 401 and 431 carry no x-ratelimit-*, and lists 417 everywhere", async () => {
+  it("the OpenAPI document says 401 and 431 carry no x-ratelimit-*, and lists 417 everywhere", async () => {
     const doc = (await request("GET", `${gatewayUrl()}/api/v1/openapi.json`)).body;
     const op = doc.paths["/api/v1/contacts"].get.responses;
     expect(op["417"]).toBeDefined();

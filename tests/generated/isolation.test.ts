@@ -153,7 +153,7 @@ describe.each(probed.map((o) => [`${o.method} ${o.path}`, o] as const))("generat
         expect(theirs.json?.error?.code, what).toBe(missing.json?.error?.code);
         if (theirs.status === 200 && Array.isArray(theirs.json?.data))
           expect(theirs.json.data, what).toEqual(missing.json?.data);
-        // Issue finding 3: a body reference to B is refused, never kept in A.
+        // docs/api/conventions.md §Identifiers: a body reference to B is refused, never kept in A.
         if (probe.own) {
           expect(theirs.status, what).toBeGreaterThanOrEqual(400);
           expect(theirs.status, what).toBeLessThan(500);
@@ -176,7 +176,7 @@ describe.each(probed.map((o) => [`${o.method} ${o.path}`, o] as const))("generat
   });
 });
 
-it("issue finding 3: every body field that names a resource is probed with B's ids (none left without a pool)", () => {
+it("docs/api/conventions.md §Identifiers: every body field that names a resource is probed with B's ids (none left without a pool)", () => {
   expect([...unprobed]).toEqual([]);
   const names = probed.flatMap((o) =>
     probes(o)

@@ -38,7 +38,7 @@ describe("configuration (docs/operations.md §Configuration: parsed once with zo
     ]);
   });
 
-  it("issue finding 6 CURSOR_KEYS: a comma-separated list of keys of 16 characters or more, unset when empty", () => {
+  it("docs/operations.md §Configuration, CURSOR_KEYS: a comma-separated list of keys of 16 characters or more, unset when empty", () => {
     const a = "a".repeat(16);
     const b = "b".repeat(32);
     expect(loadConfig(schema, { CURSOR_KEYS: ` ${a} , ${b} ` }).CURSOR_KEYS).toEqual([a, b]);

@@ -53,7 +53,7 @@ describe("keyset cursors (docs/api/conventions.md §Lists and pagination)", () =
   });
 });
 
-describe("issue finding 6: cursors are signed, so a forged position is invalid_cursor", () => {
+describe("docs/api/conventions.md §Lists and pagination: cursors are signed, so a forged position is invalid_cursor", () => {
   const filters = { workspaceId: "ws_1" };
   const shape: Array<"timestamp" | "string"> = ["timestamp", "string"];
   const oldKey = "old-key-0123456789abcdef";
