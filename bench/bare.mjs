@@ -1,4 +1,4 @@
-// The bare baseline of the benchmark (issue 7): what the hardware gives for the same answer without the
+// The bare baseline of the benchmark (docs/benchmarks.md): what the hardware gives for the same answer without the
 // architecture. A minimal Fastify app that checks the bearer key's SHA-256 against an in-memory map, runs
 // crm's SQL on crm's database with the same `postgres` driver and options, and returns the JSON the
 // gateway returns (run.mjs checks that the bodies are equal before it measures anything).

@@ -1,4 +1,4 @@
-// The learning bench (issue 12): a platform of learners, courses and lesson-progress messages written as
+// The learning bench (docs/benchmarks.md): a platform of learners, courses and lesson-progress messages written as
 // an NDJSON file, loaded by `npm run import:platform` (its lines/s and peak memory), then the learner list
 // and detail driven with autocannon through the gateway and through the bare baseline (learning-bare.mjs:
 // the same store and JSON without the architecture), with CPU µs per request per process and RSS from /proc.

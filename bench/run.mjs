@@ -1,4 +1,4 @@
-// Load benchmark (`npm run bench`, issue 7): starts its own stack (FUNIL_ENV=bench), fills a workspace
+// Load benchmark (`npm run bench`, docs/benchmarks.md): starts its own stack (FUNIL_ENV=bench), fills a workspace
 // through the API, starts the bare baseline (bare.mjs) on the same data, then drives both with autocannon
 // on loopback, several runs per row, and reports medians: req/s, latencies, the gateway/bare ratio, and
 // the CPU time per request and RSS of every process, read from /proc. Writes bench/RESULTS.md.

@@ -1,4 +1,4 @@
-// The bare baseline of the scheduling bench (issue 9): what the hardware gives for the same answers without
+// The bare baseline of the scheduling bench (docs/benchmarks.md): what the hardware gives for the same answers without
 // the architecture (no gateway, no Connect hop, no crm RPC, no Redis). A minimal Fastify app that checks the
 // bearer key's SHA-256 against an in-memory map and runs the scheduling service's own stores (the same SQL,
 // driver and options) on the scheduling database:

@@ -1,4 +1,4 @@
-// Scheduling bench (issue 9): slots for 31 days on a calendar of 10 assignees with 10 000 booked meetings,
+// Scheduling bench (docs/benchmarks.md): slots for 31 days on a calendar of 10 assignees with 10 000 booked meetings,
 // booking throughput on distinct free times at 16 connections, and a storm of 100 concurrent requests on one
 // time. Baseline in the same run: bench/scheduling-bare.mjs, a bare Fastify app with the same key check,
 // driver, SQL and JSON (the service's own stores and compiled slot function), no gateway, Connect, crm RPC or

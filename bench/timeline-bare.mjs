@@ -1,4 +1,4 @@
-// The bare baseline of the timeline bench (issue 10 §7): what the hardware gives for GET /interactions
+// The bare baseline of the timeline bench (docs/benchmarks.md): what the hardware gives for GET /interactions
 // without the architecture (no gateway, no Connect hop, no protobuf). A minimal Fastify app that checks the
 // bearer key's SHA-256 against an in-memory map, runs the timeline's own list (services/timeline's store:
 // the same SQL, `postgres` driver and options) on the timeline's database, pages it with the same keyset

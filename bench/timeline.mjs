@@ -1,4 +1,4 @@
-// Timeline benchmark (`npm run bench:timeline`, issue 10 §7): its own stack (FUNIL_ENV=BENCH_ENV, default
+// Timeline benchmark (`npm run bench:timeline`, docs/benchmarks.md): its own stack (FUNIL_ENV=BENCH_ENV, default
 // bench_timeline), BENCH_INTERACTIONS interactions of one workspace loaded in bulk with COPY (default
 // 500 000; the issue's full size is BENCH_INTERACTIONS=5000000), the plans of the list queries (EXPLAIN
 // ANALYZE of the timeline's own SQL), then GET /interactions by contactId, by userId + channel, page 1 and a
@@ -321,7 +321,7 @@ async function reads(ws, key, contact, deal) {
   }
 
   // The composed single reads (crm + timeline in parallel): through the gateway only; their bare
-  // baseline is bench/run.mjs' (issue 7).
+  // baseline is bench/run.mjs'.
   const composed = [];
   for (const [name, path] of [
     ["GET /contacts/{id} (crm + timeline)", `/api/v1/contacts/${contact.id}`],

@@ -1,4 +1,4 @@
-// Webhook delivery benchmark (`npm run bench:webhooks`, issue 11 §8): one webhooks process sends to a fast
+// Webhook delivery benchmark (`npm run bench:webhooks`, docs/benchmarks.md): one webhooks process sends to a fast
 // local receiver across 20 subscriptions, measured against a raw undici POST loop to the same receiver in
 // the same run; then 5 of the 20 receivers hang until the timeout and the 15 fast ones are measured
 // again. Events are published straight onto the EVENTS stream (64 publishes in flight), so the numbers

@@ -1,5 +1,5 @@
 // Starts the Funil processes (the built services, then the gateway) wired to each other through the
-// environment (API.md §13), and stops them again. Used by `npm start` and by the end-to-end tests.
+// environment (docs/operations.md §Configuration), and stops them again. Used by `npm start` and by the end-to-end tests.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";

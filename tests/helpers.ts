@@ -145,7 +145,7 @@ export async function eventsSubscriber() {
 
 /**
  * Publishes to the test stack's INGEST stream as the inbox, telephony and
- * e-mail systems do (API.md §8), and reads what the timeline refused
+ * e-mail systems do (docs/api/interactions.md §Ingest), and reads what the timeline refused
  * (ingest.dead.<subject>).
  */
 export async function ingestClient() {

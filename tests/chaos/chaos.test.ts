@@ -11,7 +11,7 @@ import { type PrivateServer, privateServer } from "./servers.js";
 import { type Answer, type Api, WORKLOADS } from "./workloads.js";
 
 /**
- * Issue 13 §7: processes are killed (SIGKILL) and dependencies restarted while clients write; nothing
+ * docs/operations.md §Faults: processes are killed (SIGKILL) and dependencies restarted while clients write; nothing
  * accepted is lost or duplicated, no outage answers 500, and events catch up within 2 s of the
  * dependency coming back. A private stack on private NATS and Redis (the machine's are shared);
  * PostgreSQL is the machine's, with this run's own databases. CHAOS_SECONDS makes the run longer.
@@ -55,7 +55,7 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe("chaos (issue 13 §7): SIGKILL of every process and restarts of NATS and Redis during writes", () => {
+describe("chaos (docs/operations.md §Faults): SIGKILL of every process and restarts of NATS and Redis during writes", () => {
   it(
     "every accepted write is there once with one event, no outage answers 500, events catch up within 2 s",
     async () => {

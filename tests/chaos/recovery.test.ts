@@ -9,7 +9,7 @@ import { type PrivateServer, privateServer } from "./servers.js";
 const names = naming(`${process.env.FUNIL_TEST_ENV ?? "test"}_chaos_relay`);
 const silent = { warn() {}, info() {} };
 
-describe("issue 13 §2: after NATS returns, the outbox relay publishes again within a second", () => {
+describe("docs/operations.md §Faults: after NATS returns, the outbox relay publishes again within a second", () => {
   let nats: PrivateServer;
   let sql: Sql;
   beforeAll(async () => {
@@ -74,7 +74,7 @@ describe("issue 13 §2: after NATS returns, the outbox relay publishes again wit
   }, 30_000);
 });
 
-describe("issue 13 §3: a Redis outage answers within 200 ms and recovers by itself", () => {
+describe("docs/operations.md §Faults: a Redis outage answers within 200 ms and recovers by itself", () => {
   let redis: PrivateServer;
   let gw: GatewayCopy;
   const consoleError = vi.spyOn(console, "error");

@@ -8,7 +8,7 @@ import { type Receiver, signedWith, startReceiver } from "../receiver.js";
 export interface Api {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
   admin(method: string, path: string, body?: unknown): Promise<Answer>;
-  /** Publishes on the run's INGEST or PLATFORM stream (API.md §8, §10), retrying until JetStream has stored it. */
+  /** Publishes on the run's INGEST or PLATFORM stream (docs/api/interactions.md §Ingest; docs/api/learners.md §Ingest), retrying until JetStream has stored it. */
   publish(subject: string, payload: unknown): Promise<void>;
 }
 export interface Answer {
@@ -231,7 +231,7 @@ function schedulingWorkload(): Workload {
 }
 
 /**
- * Issue 10: inbox messages of every kind of actor published on INGEST while the timeline is killed,
+ * The timeline: inbox messages of every kind of actor published on INGEST while the timeline is killed,
  * with duplicates and malformed messages in between. Every stored message is listed once, in order,
  * and the contact's touches are the first and last message stamped by a user.
  */
@@ -320,7 +320,7 @@ function timelineWorkload(): Workload {
 }
 
 /**
- * Webhooks (issue 11): a subscription to contact.created on a local receiver; after the faults (the
+ * Webhooks: a subscription to contact.created on a local receiver; after the faults (the
  * webhooks process killed among them) every accepted contact reached the receiver, through one delivery
  * (one x-funil-delivery per event, however often it was attempted), each signed with the secret.
  */
@@ -373,7 +373,7 @@ function deliveriesWorkload(): Workload {
 }
 
 /**
- * Issue 12: each write is a learner sent as four PLATFORM messages (the profile, an enrollment, then
+ * Learner usage: each write is a learner sent as four PLATFORM messages (the profile, an enrollment, then
  * lesson progress newer before older) through NATS restarts and kills of the learning service.
  * Afterwards every published learner is listed once, with one enrollment and the newer progress (the
  * consumer's inbox and the latest-`at` rule hold across redeliveries).

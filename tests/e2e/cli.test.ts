@@ -5,7 +5,7 @@ import { gatewayUrl, withKey } from "../helpers.js";
 
 const run = promisify(execFile);
 
-describe("admin CLI and seed (API §2)", () => {
+describe("admin CLI and seed (docs/api/admin.md §Routes)", () => {
   it("npm run seed creates a demo workspace and prints a working key", async () => {
     const { stdout } = await run("node", ["services/gateway/dist/cli.js", "seed"], {
       env: {

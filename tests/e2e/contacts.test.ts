@@ -32,7 +32,7 @@ let seq = 0;
 const uniquePhone = () => `+55 11 9${String(Date.now()).slice(-6)}${String(++seq).padStart(2, "0")}`;
 
 describe("POST /contacts (upsert)", () => {
-  it("SPEC §4 upsert: not found → created (201), status active, every field present", async () => {
+  it("docs/api/contacts.md §POST /contacts (create or update: upsert): not found → created (201), status active, every field present", async () => {
     const res = await ws.call("POST", "/contacts", {
       name: "Maria",
       phone: uniquePhone(),
@@ -54,7 +54,7 @@ describe("POST /contacts (upsert)", () => {
     expect(res.body).not.toHaveProperty("firstHumanTouchAt");
   });
 
-  it("SPEC §4 upsert: looked up by phone first (digits only), then e-mail", async () => {
+  it("docs/api/contacts.md §POST /contacts (create or update: upsert): looked up by phone first (digits only), then e-mail", async () => {
     const phone = uniquePhone();
     const a = await ws.call("POST", "/contacts", { name: "By phone", phone });
     const b = await ws.call("POST", "/contacts", { name: "By mail", email: `bymail${seq}@example.com` });
@@ -70,7 +70,7 @@ describe("POST /contacts (upsert)", () => {
     expect(sameMail.body.company).toBe("Acme");
   });
 
-  it("SPEC §2 Contact: name only fills an empty name; tags are added, never removed; nothing is erased", async () => {
+  it("docs/api/contacts.md §POST /contacts (create or update: upsert): name only fills an empty name; tags are added, never removed; nothing is erased", async () => {
     const phone = uniquePhone();
     const first = await ws.call("POST", "/contacts", {
       phone,
@@ -96,7 +96,7 @@ describe("POST /contacts (upsert)", () => {
     expect(again.body.customFields).toEqual({ plan: "free", seats: 3 });
   });
 
-  it("API §5 upsert: phone finds A and the e-mail belongs to B → A is updated, the e-mail is left out", async () => {
+  it("docs/api/contacts.md §POST /contacts (create or update: upsert): phone finds A and the e-mail belongs to B → A is updated, the e-mail is left out", async () => {
     const a = await ws.call("POST", "/contacts", { name: "A", phone: uniquePhone() });
     const b = await ws.call("POST", "/contacts", { name: "B", email: `b${seq}@example.com` });
     const res = await ws.call("POST", "/contacts", { phone: a.body.phone, email: b.body.email, role: "CTO" });
@@ -108,7 +108,7 @@ describe("POST /contacts (upsert)", () => {
     expect(bAfter.body.email).toBe(b.body.email);
   });
 
-  it("API §5 upsert: archived contacts are found, and their status is not changed", async () => {
+  it("docs/api/contacts.md §POST /contacts (create or update: upsert): archived contacts are found, and their status is not changed", async () => {
     const phone = uniquePhone();
     const c = await ws.call("POST", "/contacts", { phone });
     await ws.call("POST", `/contacts/${c.body.id}/archive`);
@@ -118,7 +118,7 @@ describe("POST /contacts (upsert)", () => {
     expect(res.body.status).toBe("archived");
   });
 
-  it("API §5 upsert: two concurrent upserts with the same phone make exactly one contact", async () => {
+  it("docs/api/contacts.md §POST /contacts (create or update: upsert): two concurrent upserts with the same phone make exactly one contact", async () => {
     const phone = uniquePhone();
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => ws.call("POST", "/contacts", { phone, tags: [`t${i}`] })),
@@ -131,7 +131,7 @@ describe("POST /contacts (upsert)", () => {
     expect(list.body.data[0].tags.sort()).toEqual(Array.from({ length: 10 }, (_, i) => `t${i}`).sort());
   });
 
-  it("API §5 upsert: needs phone or email; status, id or timestamps in the body → 400", async () => {
+  it("docs/api/contacts.md §POST /contacts (create or update: upsert): needs phone or email; status, id or timestamps in the body → 400", async () => {
     const none = await ws.call("POST", "/contacts", { name: "Nobody" });
     expect(none.status).toBe(400);
     expect(none.body.error.code).toBe("validation_failed");
@@ -142,7 +142,7 @@ describe("POST /contacts (upsert)", () => {
     }
   });
 
-  it("API §5: contact.created on creation; contact.updated only when an upsert changed something", async () => {
+  it("docs/api/contacts.md §POST /contacts (create or update: upsert): contact.created on creation; contact.updated only when an upsert changed something", async () => {
     const phone = uniquePhone();
     const created = await ws.call("POST", "/contacts", { phone, name: "Evented" });
     const evt = await events.next("contact.created", (e) => e.data.id === created.body.id);
@@ -160,7 +160,7 @@ describe("POST /contacts (upsert)", () => {
 });
 
 describe("PATCH /contacts/{id}", () => {
-  it("SPEC §4 PATCH: absent = untouched, explicit null = cleared, tags replaced as sent", async () => {
+  it("docs/api/contacts.md §PATCH /contacts/{id}: absent = untouched, explicit null = cleared, tags replaced as sent", async () => {
     const c = await ws.call("POST", "/contacts", {
       name: "Pat",
       phone: uniquePhone(),
@@ -180,7 +180,7 @@ describe("PATCH /contacts/{id}", () => {
     expect(Date.parse(res.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(c.body.updatedAt));
   });
 
-  it("API §5 PATCH: customFields merged key by key, a null value removes the key", async () => {
+  it("docs/api/contacts.md §PATCH /contacts/{id}: customFields merged key by key, a null value removes the key", async () => {
     const c = await ws.call("POST", "/contacts", {
       phone: uniquePhone(),
       customFields: { plan: "pro", seats: 2 },
@@ -192,7 +192,7 @@ describe("PATCH /contacts/{id}", () => {
     expect(res.body.customFields).toEqual({ plan: "pro", vip: true, birthday: "1990-05-01" });
   });
 
-  it("API §5: unknown customFields key or wrong type → 400 naming it", async () => {
+  it("docs/api/contacts.md §PATCH /contacts/{id}: unknown customFields key or wrong type → 400 naming it", async () => {
     const c = await ws.call("POST", "/contacts", { phone: uniquePhone() });
     const unknown = await ws.call("PATCH", `/contacts/${c.body.id}`, { customFields: { nope: 1 } });
     expect(unknown.status).toBe(400);
@@ -217,7 +217,7 @@ describe("PATCH /contacts/{id}", () => {
     expect(viaUpsert.status).toBe(400);
   });
 
-  it("API §1 contact_conflict: a PATCH giving a contact another contact's phone or e-mail → 409", async () => {
+  it("docs/api/conventions.md §Errors (409 contact_conflict): a PATCH giving a contact another contact's phone or e-mail → 409", async () => {
     const a = await ws.call("POST", "/contacts", { phone: uniquePhone(), email: `ca${seq}@example.com` });
     const b = await ws.call("POST", "/contacts", { phone: uniquePhone() });
     const phone = await ws.call("PATCH", `/contacts/${b.body.id}`, {
@@ -230,7 +230,7 @@ describe("PATCH /contacts/{id}", () => {
     expect(email.body.error.code).toBe("contact_conflict");
   });
 
-  it("API §1: bad input is a 400 with a stable code, never a 500", async () => {
+  it("docs/api/conventions.md §Errors: bad input is a 400 with a stable code, never a 500", async () => {
     const c = await ws.call("POST", "/contacts", { phone: uniquePhone() });
     const cases: unknown[] = [
       { name: 42 },
@@ -259,7 +259,7 @@ describe("PATCH /contacts/{id}", () => {
 });
 
 describe("archive and unarchive", () => {
-  it("SPEC §3: archive is soft and reversible (200, idempotent); archived contacts leave the default list", async () => {
+  it("docs/api/contacts.md §Archive and unarchive: archive is soft and reversible (200, idempotent); archived contacts leave the default list", async () => {
     const c = await ws.call("POST", "/contacts", { phone: uniquePhone(), tags: ["arch"] });
     const a1 = await ws.call("POST", `/contacts/${c.body.id}/archive`);
     const a2 = await ws.call("POST", `/contacts/${c.body.id}/archive`);
@@ -297,7 +297,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     }
   });
 
-  it("API §4 pagination: walking every page returns each item exactly once, in (createdAt, id) order", async () => {
+  it("docs/api/conventions.md §Lists and pagination: walking every page returns each item exactly once, in (createdAt, id) order", async () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -312,7 +312,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     expect(seen).toEqual(made.map((m) => m.id));
   });
 
-  it("SPEC §4: limit is 1..500; 0, 501, -1, abc, 1.5 → 400 validation_failed", async () => {
+  it("docs/api/conventions.md §Limits: limit is 1..500; 0, 501, -1, abc, 1.5 → 400 validation_failed", async () => {
     for (const limit of ["0", "501", "-1", "abc", "1.5", ""]) {
       const res = await lw.call("GET", `/contacts?limit=${limit}`);
       expect(res.status, limit).toBe(400);
@@ -321,7 +321,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     expect((await lw.call("GET", "/contacts?limit=500")).status).toBe(200);
   });
 
-  it("SPEC §8: the default limit of contacts is 50", async () => {
+  it("docs/api/conventions.md §Limits: the default limit of contacts is 50", async () => {
     const big = await newWorkspace();
     await Promise.all(
       Array.from({ length: 52 }, (_, i) => big.call("POST", "/contacts", { email: `d${i}@x.io` })),
@@ -331,7 +331,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     expect(res.body.nextCursor).not.toBeNull();
   });
 
-  it("API §1 invalid_cursor: forged cursors and cursors reused with other filters → 400", async () => {
+  it("docs/api/conventions.md §Lists and pagination (400 invalid_cursor): forged cursors and cursors reused with other filters → 400", async () => {
     const page = await lw.call("GET", "/contacts?limit=2");
     const forged = [
       "abc",
@@ -352,7 +352,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     expect((await lw.call("GET", `/contacts?limit=3&cursor=${page.body.nextCursor}`)).status).toBe(200);
   });
 
-  it("API §5 query: contains, case- and accent-insensitive, over name, e-mail, phone and company", async () => {
+  it("docs/api/contacts.md §GET /contacts: query contains, case- and accent-insensitive, over name, e-mail, phone and company", async () => {
     const byName = await lw.call("GET", "/contacts?query=jose%20alvares");
     expect(byName.body.data.map((c: { name: string }) => c.name)).toEqual(["José Álvares"]);
     const byCompany = await lw.call("GET", "/contacts?query=ODD%20inc");
@@ -363,7 +363,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     expect(like.body.data).toHaveLength(0);
   });
 
-  it("API §5: email is exact and case-insensitive; phone is exact after reducing both sides to digits", async () => {
+  it("docs/api/contacts.md §GET /contacts: email is exact and case-insensitive; phone is exact after reducing both sides to digits", async () => {
     const mail = await lw.call("GET", "/contacts?email=P2%40EXAMPLE.COM");
     expect(mail.body.data.map((c: { id: string }) => c.id)).toEqual([made[2]!.id]);
     expect((await lw.call("GET", "/contacts?email=p2%40example")).body.data).toHaveLength(0);
@@ -372,7 +372,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     expect((await lw.call("GET", "/contacts?phone=5550000005")).body.data).toHaveLength(0);
   });
 
-  it("SPEC §4: tag filter, and the length rules of query, email, phone and tag", async () => {
+  it("docs/api/conventions.md §Limits: tag filter, and the length rules of query, email, phone and tag", async () => {
     const odd = await lw.call("GET", "/contacts?tag=odd");
     expect(odd.body.data).toHaveLength(3);
     for (const q of [
@@ -394,7 +394,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     }
   });
 
-  it("SPEC §4 polling: createdAfter and updatedAfter are strict; updatedAfter orders by updatedAt", async () => {
+  it("docs/api/conventions.md §Lists and pagination: createdAfter and updatedAfter are strict; updatedAfter orders by updatedAt", async () => {
     const after = await lw.call("GET", `/contacts?createdAfter=${encodeURIComponent(made[4]!.createdAt)}`);
     expect(after.body.data.map((c: { id: string }) => c.id)).toEqual(
       made.filter((m) => m.createdAt > made[4]!.createdAt).map((m) => m.id),
@@ -406,7 +406,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
     expect(same.body.data.map((c: { id: string }) => c.id)).not.toContain(made[0]!.id);
   });
 
-  it("SPEC §2: the single read has firstHumanTouchAt and lastHumanTouchAt (null until the timeline exists); the list never does", async () => {
+  it("docs/api/contacts.md §GET /contacts/{id}: the single read has firstHumanTouchAt and lastHumanTouchAt (null until the timeline exists); the list never does", async () => {
     const one = await lw.call("GET", `/contacts/${made[1]!.id}`);
     expect(one.status).toBe(200);
     expect(one.body).toMatchObject({ id: made[1]!.id, firstHumanTouchAt: null, lastHumanTouchAt: null });
@@ -417,7 +417,7 @@ describe("GET /contacts and GET /contacts/{id}", () => {
 });
 
 describe("workspace isolation", () => {
-  it("API §1: another workspace's contact is 404 everywhere and never listed", async () => {
+  it("docs/api/conventions.md §Errors: another workspace's contact is 404 everywhere and never listed", async () => {
     const mine = await ws.call("POST", "/contacts", { phone: uniquePhone(), name: "Secret" });
     for (const [method, path, body] of [
       ["GET", `/contacts/${mine.body.id}`],

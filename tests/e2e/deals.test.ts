@@ -41,7 +41,7 @@ afterAll(async () => {
 });
 
 describe("pipelines", () => {
-  it("API §2 admin: POST /workspaces/{ws}/pipelines → 201 pipeline, stages keep order", async () => {
+  it("docs/api/admin.md §Routes: POST /workspaces/{ws}/pipelines → 201 pipeline, stages keep order", async () => {
     const p = await pipeline(ws, ["Z", "A", "M"]);
     expect(p.id).toMatch(/^pl_/);
     expect(p.stages.map((s) => [s.name, s.position])).toEqual([
@@ -56,7 +56,7 @@ describe("pipelines", () => {
     expect(found).toEqual({ id: p.id, name: p.name, stages: p.stages });
   });
 
-  it("API §2 admin: a pipeline without stages, or with an unknown field, is a 400", async () => {
+  it("docs/api/admin.md §Routes: a pipeline without stages, or with an unknown field, is a 400", async () => {
     const empty = await ws.admin("POST", `/workspaces/${ws.id}/pipelines`, { name: "x", stages: [] });
     expect(empty.status).toBe(400);
     const extra = await ws.admin("POST", `/workspaces/${ws.id}/pipelines`, {
@@ -71,14 +71,14 @@ describe("pipelines", () => {
     expect(unknownWs.status).toBe(404);
   });
 
-  it("API §3: GET /pipelines needs opportunities.read", async () => {
+  it("docs/api/conventions.md §Scopes per route: GET /pipelines needs opportunities.read", async () => {
     const k = await keyFor(ws, ["contacts.read"]);
     expect((await k.call("GET", "/pipelines")).status).toBe(403);
   });
 });
 
 describe("POST /opportunities", () => {
-  it("SPEC §4 Deals rule 1: without stageId the deal lands in the pipeline's first stage", async () => {
+  it("docs/api/deals.md §POST /opportunities, rule 1: without stageId the deal lands in the pipeline's first stage", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     expect(d.stageId).toBe(pl.stages[0]!.id);
     expect(d.status).toBe("open");
@@ -90,7 +90,7 @@ describe("POST /opportunities", () => {
     for (const f of SINGLE_READ) expect(d).not.toHaveProperty(f);
   });
 
-  it("SPEC §4 Deals: source falls back to utmSource, else null", async () => {
+  it("docs/api/deals.md §POST /opportunities: source falls back to utmSource, else null", async () => {
     const explicit = await deal(ws, {
       contactId: ct.id,
       pipelineId: pl.id,
@@ -104,7 +104,7 @@ describe("POST /opportunities", () => {
     expect(none.source).toBeNull();
   });
 
-  it("SPEC §2 Deal: utm is this request's utm values only, never inherited from the contact", async () => {
+  it("docs/api/deals.md §Deal (opportunity): utm is this request's utm values only, never inherited from the contact", async () => {
     const d = await deal(ws, {
       contactId: ct.id,
       pipelineId: pl.id,
@@ -117,7 +117,7 @@ describe("POST /opportunities", () => {
     expect(bare.utm).toEqual({ source: null, medium: null, campaign: null, term: null, content: null });
   });
 
-  it("API §6: optional fields are stored and returned", async () => {
+  it("docs/api/deals.md §Deal (opportunity): optional fields are stored and returned", async () => {
     const owner = await member(ws);
     const d = await deal(ws, {
       contactId: ct.id,
@@ -150,7 +150,7 @@ describe("POST /opportunities", () => {
     expect(read.body).toMatchObject(d);
   });
 
-  it("API §6: contactId, pipelineId, stageId, ownerUserId must exist in the workspace → 422 invalid_reference", async () => {
+  it("docs/api/deals.md §POST /opportunities: contactId, pipelineId, stageId, ownerUserId must exist in the workspace → 422 invalid_reference", async () => {
     const otherPl = await pipeline(other);
     const otherCt = await contact(other);
     const otherMember = await member(other);
@@ -169,7 +169,7 @@ describe("POST /opportunities", () => {
     }
   });
 
-  it("API §6: the stage must belong to the pipeline → 422", async () => {
+  it("docs/api/deals.md §POST /opportunities: the stage must belong to the pipeline → 422", async () => {
     const second = await pipeline(ws, ["Only"]);
     const res = await ws.call("POST", "/opportunities", {
       title: "x",
@@ -181,7 +181,7 @@ describe("POST /opportunities", () => {
     expect(res.body.error.code).toBe("invalid_reference");
   });
 
-  it("SPEC §4: contactId, pipelineId and title are required; unknown fields are a 400", async () => {
+  it("docs/api/deals.md §POST /opportunities: contactId, pipelineId and title are required; unknown fields are a 400", async () => {
     for (const body of [
       { pipelineId: pl.id, title: "x" },
       { contactId: ct.id, title: "x" },
@@ -196,7 +196,7 @@ describe("POST /opportunities", () => {
     }
   });
 
-  it("SPEC §2 Deal: valueCents is an integer in minor units, bounded to a safe integer", async () => {
+  it("docs/api/deals.md §Deal (opportunity): valueCents is an integer in minor units, bounded to a safe integer", async () => {
     for (const valueCents of [1.5, "100", -1, 1e20, Number.MAX_SAFE_INTEGER + 2, true]) {
       const res = await ws.call("POST", "/opportunities", {
         title: "x",
@@ -210,7 +210,7 @@ describe("POST /opportunities", () => {
     expect(max.valueCents).toBe(Number.MAX_SAFE_INTEGER);
   });
 
-  it("API §12: POST emits opportunity.created with the deal as the API returns it", async () => {
+  it("docs/api/events.md §Every event type: POST emits opportunity.created with the deal as the API returns it", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id, valueCents: 10 });
     const e = await events.next("opportunity.created", (x) => x.data.id === d.id);
     expect(e.workspaceId).toBe(ws.id);
@@ -218,8 +218,8 @@ describe("POST /opportunities", () => {
   });
 });
 
-describe("custom fields on deals (API §5)", () => {
-  it("API §5: an unknown customFields key is a 400 naming it (contact keys are not deal keys)", async () => {
+describe("custom fields on deals (docs/api/deals.md §Deal (opportunity))", () => {
+  it("docs/api/contacts.md §Contact: an unknown customFields key is a 400 naming it (contact keys are not deal keys)", async () => {
     const res = await ws.call("POST", "/opportunities", {
       title: "x",
       contactId: ct.id,
@@ -231,7 +231,7 @@ describe("custom fields on deals (API §5)", () => {
     expect(res.body.error.details[0].path).toBe("body.customFields.plan");
   });
 
-  it("API §5: a value of the wrong type is a 400 (number, select, boolean)", async () => {
+  it("docs/api/contacts.md §Contact: a value of the wrong type is a 400 (number, select, boolean)", async () => {
     for (const customFields of [{ budget: "ten" }, { segment: "mid" }, { signed: "yes" }]) {
       const res = await ws.call("POST", "/opportunities", {
         title: "x",
@@ -243,7 +243,7 @@ describe("custom fields on deals (API §5)", () => {
     }
   });
 
-  it("API §5: PATCH merges customFields key by key; a null value removes the key", async () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: PATCH merges customFields key by key; a null value removes the key", async () => {
     const d = await deal(ws, {
       contactId: ct.id,
       pipelineId: pl.id,
@@ -261,14 +261,14 @@ describe("custom fields on deals (API §5)", () => {
 });
 
 describe("GET /opportunities/{id}", () => {
-  it("SPEC §2 Deal: the single read has firstHumanTouchAt, lastHumanTouchAt, lastActivityAt (null: not yet)", async () => {
+  it("docs/api/deals.md §GET /opportunities/{id}: the single read has firstHumanTouchAt, lastHumanTouchAt, lastActivityAt (null: not yet)", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     const res = await ws.call("GET", `/opportunities/${d.id}`);
     expect(res.status).toBe(200);
     for (const f of SINGLE_READ) expect(res.body[f]).toBeNull();
   });
 
-  it("API §1: another workspace's deal, an unknown id are 404; a huge id is a 4xx", async () => {
+  it("docs/api/conventions.md §Errors: another workspace's deal, an unknown id are 404; a huge id is a 4xx", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     const foreign = await other.call("GET", `/opportunities/${d.id}`);
     expect(foreign.status).toBe(404);
@@ -284,7 +284,7 @@ describe("GET /opportunities/{id}", () => {
 });
 
 describe("PATCH /opportunities/{id}", () => {
-  it("API §6: a stage change moves stageChangedAt and emits opportunity.stage_changed", async () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: a stage change moves stageChangedAt and emits opportunity.stage_changed", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     await sleep(5);
     const res = await ws.call("PATCH", `/opportunities/${d.id}`, { stageId: pl.stages[1]!.id });
@@ -298,7 +298,7 @@ describe("PATCH /opportunities/{id}", () => {
     expect(same.body.updatedAt).toBe(res.body.updatedAt);
   });
 
-  it("API §6: a stage of another pipeline is a 422 invalid_reference", async () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: a stage of another pipeline is a 422 invalid_reference", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     const second = await pipeline(ws, ["Other"]);
     const res = await ws.call("PATCH", `/opportunities/${d.id}`, { stageId: second.stages[0]!.id });
@@ -306,7 +306,7 @@ describe("PATCH /opportunities/{id}", () => {
     expect(res.body.error.code).toBe("invalid_reference");
   });
 
-  it("API §6: won sets wonAt (opportunity.won); lost sets lostAt, keeps lossReason (opportunity.lost); open clears both", async () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: won sets wonAt (opportunity.won); lost sets lostAt, keeps lossReason (opportunity.lost); open clears both", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     const won = await ws.call("PATCH", `/opportunities/${d.id}`, { status: "won" });
     expect(won.status).toBe(200);
@@ -329,7 +329,7 @@ describe("PATCH /opportunities/{id}", () => {
     expect(updated.data).toEqual(reopened.body);
   });
 
-  it("API §6: won twice keeps the first wonAt and emits opportunity.won once", async () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: won twice keeps the first wonAt and emits opportunity.won once", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     const first = await ws.call("PATCH", `/opportunities/${d.id}`, { status: "won" });
     await sleep(5);
@@ -340,7 +340,7 @@ describe("PATCH /opportunities/{id}", () => {
     expect(events.all("opportunity.won").filter((x) => x.data.id === d.id)).toHaveLength(0);
   });
 
-  it("API §6: absent = untouched, null = cleared; tags replaced; utm merged", async () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: absent = untouched, null = cleared; tags replaced; utm merged", async () => {
     const d = await deal(ws, {
       contactId: ct.id,
       pipelineId: pl.id,
@@ -368,7 +368,7 @@ describe("PATCH /opportunities/{id}", () => {
     });
   });
 
-  it("API §1: PATCH bad input is a 400 (status value, title null, unknown field, string valueCents)", async () => {
+  it("docs/api/conventions.md §Errors: PATCH bad input is a 400 (status value, title null, unknown field, string valueCents)", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     for (const body of [
       { status: "closed" },
@@ -385,7 +385,7 @@ describe("PATCH /opportunities/{id}", () => {
     }
   });
 
-  it("API §3: writes need opportunities.write; reads opportunities.read", async () => {
+  it("docs/api/conventions.md §Scopes per route: writes need opportunities.write; reads opportunities.read", async () => {
     const readOnly = await keyFor(ws, ["opportunities.read"]);
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     expect((await readOnly.call("GET", `/opportunities/${d.id}`)).status).toBe(200);
@@ -401,7 +401,7 @@ describe("PATCH /opportunities/{id}", () => {
 });
 
 describe("trash and restore", () => {
-  it("API §6: DELETE → 204; trashed deals 404 on read, absent from lists; restore brings it back", async () => {
+  it("docs/api/deals.md §DELETE /opportunities/{id} and POST /opportunities/{id}/restore: DELETE → 204; trashed deals 404 on read, absent from lists; restore brings it back", async () => {
     const c = await contact(ws);
     const d = await deal(ws, { contactId: c.id, pipelineId: pl.id });
     const del = await ws.call("DELETE", `/opportunities/${d.id}`);
@@ -458,7 +458,7 @@ describe("GET /opportunities filters", () => {
     all.pop();
   });
 
-  it("API §4: without filters, every live deal in (createdAt, id) order, items without single-read fields", async () => {
+  it("docs/api/conventions.md §Lists and pagination: without filters, every live deal in (createdAt, id) order, items without single-read fields", async () => {
     const res = await fw.call("GET", "/opportunities");
     expect(res.status).toBe(200);
     expect(ids(res)).toEqual(all.map((d) => d.id));
@@ -466,7 +466,7 @@ describe("GET /opportunities filters", () => {
     for (const item of res.body.data) for (const f of SINGLE_READ) expect(item).not.toHaveProperty(f);
   });
 
-  it("SPEC §4 Deals: pipelineId, stageId, status, contactId filters", async () => {
+  it("docs/api/deals.md §GET /opportunities: pipelineId, stageId, status, contactId filters", async () => {
     expect(ids(await fw.call("GET", `/opportunities?pipelineId=${fp2.id}`))).toEqual([all[4].id]);
     expect(ids(await fw.call("GET", `/opportunities?stageId=${fp.stages[1]!.id}`))).toEqual([all[3].id]);
     expect(ids(await fw.call("GET", "/opportunities?status=won"))).toEqual([all[1].id]);
@@ -484,7 +484,7 @@ describe("GET /opportunities filters", () => {
     expect(ids(await fw.call("GET", "/opportunities?pipelineId=pl_nope"))).toEqual([]);
   });
 
-  it("SPEC §4 Deals: createdAfter is strictly later, createdBefore strictly earlier", async () => {
+  it("docs/api/deals.md §GET /opportunities: createdAfter is strictly later, createdBefore strictly earlier", async () => {
     const pivot = all[2].createdAt;
     const after = ids(await fw.call("GET", `/opportunities?createdAfter=${encodeURIComponent(pivot)}`));
     expect(after).toEqual(all.filter((d) => d.createdAt > pivot).map((d) => d.id));
@@ -494,7 +494,7 @@ describe("GET /opportunities filters", () => {
     expect(before).not.toContain(all[2].id);
   });
 
-  it("SPEC §4 Deals / API §4: updatedAfter (strict) orders by (updatedAt, id); updatedBefore strict", async () => {
+  it("docs/api/deals.md §GET /opportunities; docs/api/conventions.md §Lists and pagination: updatedAfter (strict) orders by (updatedAt, id); updatedBefore strict", async () => {
     const pivot = all[0].updatedAt;
     const res = await fw.call("GET", `/opportunities?updatedAfter=${encodeURIComponent(pivot)}`);
     const expected = all
@@ -512,7 +512,7 @@ describe("GET /opportunities filters", () => {
     expect(before).not.toContain(all[3].id);
   });
 
-  it("SPEC §4 Deals: wonAfter/wonBefore and lostAfter/lostBefore match only won / lost deals, strictly", async () => {
+  it("docs/api/deals.md §GET /opportunities: wonAfter/wonBefore and lostAfter/lostBefore match only won / lost deals, strictly", async () => {
     const epoch = "1970-01-01T00:00:00.000Z";
     const future = "2999-01-01T00:00:00.000Z";
     expect(ids(await fw.call("GET", `/opportunities?wonAfter=${epoch}`))).toEqual([all[1].id]);
@@ -531,7 +531,7 @@ describe("GET /opportunities filters", () => {
     expect(ids(await fw.call("GET", `/opportunities?wonAfter=${epoch}&lostAfter=${epoch}`))).toEqual([]);
   });
 
-  it("SPEC §4 Deals: stageChangedAfter filters by stageChangedAt (strict)", async () => {
+  it("docs/api/deals.md §GET /opportunities: stageChangedAfter filters by stageChangedAt (strict)", async () => {
     const pivot = all[4].stageChangedAt;
     const res = ids(await fw.call("GET", `/opportunities?stageChangedAfter=${encodeURIComponent(pivot)}`));
     expect(res).toEqual([all[3].id]);
@@ -541,7 +541,7 @@ describe("GET /opportunities filters", () => {
     expect(exact).toEqual([]);
   });
 
-  it("API §1: bad filter values are a 400 (timestamp, status, unknown parameter, huge id)", async () => {
+  it("docs/api/conventions.md §Timestamps: bad filter values are a 400 (timestamp, status, unknown parameter, huge id)", async () => {
     for (const q of [
       "createdAfter=yesterday",
       "wonBefore=2024-13-45T00:00:00Z",
@@ -574,7 +574,7 @@ describe("GET /opportunities pagination", () => {
     );
   });
 
-  it("API §4: walking the pages returns every deal exactly once, in (createdAt, id) order", async () => {
+  it("docs/api/conventions.md §Lists and pagination: walking the pages returns every deal exactly once, in (createdAt, id) order", async () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -590,7 +590,7 @@ describe("GET /opportunities pagination", () => {
     expect(seen).toEqual(created.map((d) => d.id));
   });
 
-  it("SPEC §8: default limit 50; limit 0, 501 and abc are 400", async () => {
+  it("docs/api/conventions.md §Limits: default limit 50; limit 0, 501 and abc are 400", async () => {
     const res = await pw.call("GET", "/opportunities");
     expect(res.body.data).toHaveLength(23);
     for (const limit of ["0", "501", "abc", "-1", "1.5"]) {
@@ -602,7 +602,7 @@ describe("GET /opportunities pagination", () => {
     expect((await pw.call("GET", "/opportunities?limit=1")).body.data).toHaveLength(1);
   });
 
-  it("API §4: a forged cursor, or one reused with other filters, is 400 invalid_cursor", async () => {
+  it("docs/api/conventions.md §Lists and pagination: a forged cursor, or one reused with other filters, is 400 invalid_cursor", async () => {
     const first = await pw.call("GET", "/opportunities?limit=2&status=open");
     const cursor = first.body.nextCursor;
     expect(cursor).toBeTruthy();
@@ -633,7 +633,7 @@ describe("GET /opportunities pagination", () => {
 });
 
 describe("nasty inputs never 500", () => {
-  it("API §1: malformed JSON, arrays, nulls, huge strings, NUL bytes, deep objects → 4xx", async () => {
+  it("docs/api/conventions.md §Errors: malformed JSON, arrays, nulls, huge strings, NUL bytes, deep objects → 4xx", async () => {
     const bodies: unknown[] = [
       "{not json",
       "[]",
@@ -666,7 +666,7 @@ describe("nasty inputs never 500", () => {
     }
   });
 
-  it("API §1: odd ids in paths and queries → 4xx, never 500", async () => {
+  it("docs/api/conventions.md §Errors: odd ids in paths and queries → 4xx, never 500", async () => {
     for (const id of ["%00", "'; drop table opportunities; --", "..%2F..%2Fetc", "%F0%9F%92%A9", "a%20b"]) {
       const res = await ws.call("GET", `/opportunities/${id}`);
       expect(res.status, id).toBeGreaterThanOrEqual(400);

@@ -55,8 +55,8 @@ beforeAll(async () => {
   ws = await newWorkspace();
 });
 
-describe("issue 8: bodies that used to be a 500", () => {
-  it("API §1: a body nested thousands of levels deep is a 400 validation_failed on every write route", async () => {
+describe("docs/api/conventions.md §Errors: odd bodies are a 4xx, never a 500", () => {
+  it("docs/api/conventions.md §Errors: a body nested thousands of levels deep is a 400 validation_failed on every write route", async () => {
     for (const body of [deepArray(4000), deepObject(10_000), `{"name":"a","tags":${deepArray(40)}}`]) {
       for (const [method, path] of [
         ["POST", "/contacts"],
@@ -72,7 +72,7 @@ describe("issue 8: bodies that used to be a 500", () => {
     }
   });
 
-  it("API §1: customFields holding a list 50 levels deep is a 400, on contacts and deals alike", async () => {
+  it("docs/api/conventions.md §Errors: customFields holding a list 50 levels deep is a 400, on contacts and deals alike", async () => {
     const p = await pipeline(ws);
     const c = await contact(ws);
     const deep = JSON.parse(deepArray(50));
@@ -93,7 +93,7 @@ describe("issue 8: bodies that used to be a 500", () => {
     expect(patched.status).toBe(400);
   });
 
-  it("API §4 invalid_cursor: a cursor the list issued, with a NUL put inside, is a 400 invalid_cursor", async () => {
+  it("docs/api/conventions.md §Lists and pagination: a cursor the list issued, with a NUL put inside, is a 400 invalid_cursor", async () => {
     const p = await pipeline(ws);
     const c1 = await contact(ws);
     const c2 = await contact(ws);
@@ -114,7 +114,7 @@ describe("issue 8: bodies that used to be a 500", () => {
     }
   });
 
-  it("API §4: limit is plain decimal digits: 1e1, ' 10' and 0x10 are a 400", async () => {
+  it("docs/api/conventions.md §Lists and pagination: limit is plain decimal digits: 1e1, ' 10' and 0x10 are a 400", async () => {
     for (const limit of ["1e1", "%2010", "0x10", "10.0", ""]) {
       const res = await ws.call("GET", `/contacts?limit=${limit}`);
       expect(res.status, limit).toBe(400);
@@ -123,7 +123,7 @@ describe("issue 8: bodies that used to be a 500", () => {
     expect((await ws.call("GET", "/contacts?limit=10")).status).toBe(200);
   });
 
-  it("issue 8: an empty body with content-type application/json is no body on routes that take none", async () => {
+  it("docs/api/conventions.md §Format: an empty body with content-type application/json is no body on routes that take none", async () => {
     const c = await contact(ws);
     const res = await ws.call("POST", `/contacts/${c.id}/archive`, "", {
       "content-type": "application/json",
@@ -136,8 +136,8 @@ describe("issue 8: bodies that used to be a 500", () => {
   });
 });
 
-describe("issue 8: answers below the routes keep the contract", () => {
-  it("API §1: headers over 16 KB are a 431 with the error body and an x-request-id", async () => {
+describe("docs/api/conventions.md §Errors: answers below the routes keep the contract", () => {
+  it("docs/api/conventions.md §Errors: headers over 16 KB are a 431 with the error body and an x-request-id", async () => {
     const answer = await raw(
       `GET /api/v1/contacts HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`,
     );
@@ -148,21 +148,21 @@ describe("issue 8: answers below the routes keep the contract", () => {
     });
   });
 
-  it("API §1: a malformed Content-Length is a 400 with the error body and an x-request-id", async () => {
+  it("docs/api/conventions.md §Errors: a malformed Content-Length is a 400 with the error body and an x-request-id", async () => {
     const answer = await raw("POST /api/v1/contacts HTTP/1.1\r\nhost: x\r\ncontent-length: abc\r\n\r\n{}");
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer).toMatch(/\r\nx-request-id: /);
     expect(JSON.parse(answer.split("\r\n\r\n")[1]!).error.code).toBe("validation_failed");
   });
 
-  it("API §1: a malformed percent-encoding in the path answers with an x-request-id", async () => {
+  it("docs/api/conventions.md §Errors: a malformed percent-encoding in the path answers with an x-request-id", async () => {
     const res = await ws.call("GET", "/contacts/%ZZ");
     expect(res.status).toBe(400);
     expect(res.headers.get("x-request-id")).toBeTruthy();
     expect(res.body.error.code).toBe("validation_failed");
   });
 
-  it("issue 8: a known path with another method is a 405 with Allow; an unknown path stays a 404", async () => {
+  it("docs/api/conventions.md §Errors: a known path with another method is a 405 with Allow; an unknown path stays a 404", async () => {
     const res = await ws.call("DELETE", "/contacts");
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("GET, HEAD, POST");
@@ -173,7 +173,7 @@ describe("issue 8: answers below the routes keep the contract", () => {
     expect((await ws.call("GET", "/nothing-here")).status).toBe(404);
   });
 
-  it("issue 8: answers over 1 KB are compressed when the client asks, and only then", async () => {
+  it("docs/api/conventions.md §Format: answers over 1 KB are compressed when the client asks, and only then", async () => {
     const url = `${gatewayUrl()}/api/v1/openapi.json`;
     // fetch decompresses what it asked to be compressed, and keeps the header that says so.
     const zipped = await request("GET", url, undefined, { "accept-encoding": "gzip" });
@@ -187,7 +187,7 @@ describe("issue 8: answers below the routes keep the contract", () => {
   });
 });
 
-describe("issue 8: rate limit and CORS", () => {
+describe("docs/api/conventions.md §Rate limits, §Format (CORS)", () => {
   let limited: GatewayCopy;
   let open: GatewayCopy;
   beforeAll(async () => {
@@ -200,7 +200,7 @@ describe("issue 8: rate limit and CORS", () => {
     await Promise.all([limited?.stop(), open?.stop()]);
   });
 
-  it("API §1 rate_limited: requests refused by validation or scope count, and carry x-ratelimit-* headers", async () => {
+  it("docs/api/conventions.md §Rate limits: requests refused by validation or scope count, and carry x-ratelimit-* headers", async () => {
     const reader = await keyFor(ws, ["contacts.read"]);
     const call = (path: string, method = "GET", body?: unknown) =>
       request(method, `${limited.url}/api/v1${path}`, body, { authorization: `Bearer ${reader.key}` });
@@ -214,13 +214,13 @@ describe("issue 8: rate limit and CORS", () => {
     expect(over.body.error.code).toBe("rate_limited");
   });
 
-  it("issue 8: CORS is off by default: no access-control header, whatever the origin", async () => {
+  it("docs/operations.md §Gateway: CORS is off by default: no access-control header, whatever the origin", async () => {
     const res = await ws.call("GET", "/contacts", undefined, { origin: "https://app.example.com" });
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBeNull();
   });
 
-  it("issue 8: with CORS_ORIGINS, listed origins get CORS answers and preflights, others none", async () => {
+  it("docs/operations.md §Gateway: with CORS_ORIGINS, listed origins get CORS answers and preflights, others none", async () => {
     const preflight = await request("OPTIONS", `${open.url}/api/v1/contacts`, undefined, {
       origin: "https://app.example.com",
       "access-control-request-method": "POST",
@@ -243,12 +243,12 @@ describe("issue 8: rate limit and CORS", () => {
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
   });
 
-  it("issue 8: a malformed CORS_ORIGINS stops the gateway with a message naming it", () => {
+  it("docs/operations.md §Gateway: a malformed CORS_ORIGINS stops the gateway with a message naming it", () => {
     expect(() => loadConfig(gatewayConfig, { CORS_ORIGINS: "app.example.com" })).toThrow(/CORS_ORIGINS/);
   });
 });
 
-describe("issue 8: the OpenAPI document lists every answer the server gives", () => {
+describe("docs/api/conventions.md §Base URL and versioning: the OpenAPI document lists every answer the server gives", () => {
   let doc: Json;
   beforeAll(async () => {
     doc = (await request("GET", `${gatewayUrl()}/api/v1/openapi.json`)).body;
@@ -260,7 +260,7 @@ describe("issue 8: the OpenAPI document lists every answer the server gives", ()
       ),
     );
 
-  it("API §1: every operation has a unique operationId, a summary, and documents 400, 401, 431, 500 and 503", () => {
+  it("docs/api/conventions.md §Base URL and versioning: every operation has a unique operationId, a summary, and documents 400, 401, 431, 500 and 503", () => {
     const ids = operations().map(([, , op]) => op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
     for (const [method, path, op] of operations()) {
@@ -277,7 +277,7 @@ describe("issue 8: the OpenAPI document lists every answer the server gives", ()
     expect(doc.paths["/api/v1/contacts"].get.responses["200"].headers["x-ratelimit-remaining"]).toBeDefined();
   });
 
-  it("issue 8: DELETE /admin/v1/keys/{id} documents its 204; single-page lists type nextCursor as string or null", () => {
+  it("docs/api/admin.md §Routes: DELETE /admin/v1/keys/{id} documents its 204; single-page lists type nextCursor as string or null", () => {
     const revoke = doc.paths["/admin/v1/keys/{id}"].delete.responses;
     expect(revoke["204"]).toBeDefined();
     expect(revoke["200"]).toBeUndefined();
@@ -293,15 +293,15 @@ describe("issue 8: the OpenAPI document lists every answer the server gives", ()
     }
   });
 
-  it("issue 8: a task's title and a note's body document their minLength", () => {
+  it("docs/api/deals.md §Task: a task's title and a note's body document their minLength", () => {
     const s = doc.components.schemas;
     expect(s.TaskCreateInput.properties.title.minLength).toBe(1);
     expect(s.NoteCreateInput.properties.body.minLength).toBe(1);
   });
 });
 
-describe("issue finding 5: ambiguous credentials are refused, never chosen between", () => {
-  it("finding 5: two Authorization headers are a 401 unauthorized, whichever key comes first", async () => {
+describe("docs/api/conventions.md §Authentication and API keys: ambiguous credentials are refused, never chosen between", () => {
+  it("two Authorization headers are a 401 unauthorized, whichever key comes first", async () => {
     const other = await newWorkspace();
     for (const [first, second] of [
       [`Bearer ${ws.key}`, "Bearer garbage"],
@@ -328,7 +328,7 @@ describe("issue finding 5: ambiguous credentials are refused, never chosen betwe
     expect(one.status).toBe(200);
   });
 
-  it("finding 5: the admin token sent twice is a 401 too", async () => {
+  it("the admin token sent twice is a 401 too", async () => {
     const token = `authorization: Bearer ${inject("adminToken")}`;
     const res = await rawRequest(
       "GET /admin/v1/workspaces HTTP/1.1",
@@ -342,8 +342,8 @@ describe("issue finding 5: ambiguous credentials are refused, never chosen betwe
   });
 });
 
-describe("issue finding 6: cursors are tamper-evident", () => {
-  it("finding 6: a cursor re-encoded with a changed position is a 400 invalid_cursor; the one issued reads on", async () => {
+describe("docs/api/conventions.md §Lists and pagination: cursors are tamper-evident", () => {
+  it("a cursor re-encoded with a changed position is a 400 invalid_cursor; the one issued reads on", async () => {
     const mine = await newWorkspace();
     const made = [await contact(mine), await contact(mine), await contact(mine)];
     const first = await mine.call("GET", "/contacts?limit=1");
@@ -366,7 +366,7 @@ describe("issue finding 6: cursors are tamper-evident", () => {
     expect(next.body.data[0].id).toBe(made[1]!.id);
   });
 
-  it("finding 6: the short lists' cursors are signed too", async () => {
+  it("the short lists' cursors are signed too", async () => {
     const mine = await newWorkspace();
     await member(mine);
     await member(mine);
@@ -380,10 +380,10 @@ describe("issue finding 6: cursors are tamper-evident", () => {
   });
 });
 
-describe("issue finding 7: every list takes limit 1..500", () => {
+describe("docs/api/conventions.md §Lists and pagination: every list takes limit 1..500", () => {
   const SHORT = ["/custom-fields", "/pipelines", "/members", "/calendars", "/webhooks"];
 
-  it("finding 7: the short lists refuse limit 0, 501, -1, 1e1 and abc with a 400 naming query.limit", async () => {
+  it("the short lists refuse limit 0, 501, -1, 1e1 and abc with a 400 naming query.limit", async () => {
     for (const path of SHORT)
       for (const limit of ["0", "501", "-1", "1e1", "abc"]) {
         const res = await ws.call("GET", `${path}?limit=${limit}`);
@@ -393,7 +393,7 @@ describe("issue finding 7: every list takes limit 1..500", () => {
       }
   });
 
-  it("finding 7: a short list pages by limit and cursor, and is one page (nextCursor null) by default", async () => {
+  it("a short list pages by limit and cursor, and is one page (nextCursor null) by default", async () => {
     const mine = await newWorkspace();
     const members = [await member(mine), await member(mine), await member(mine)];
     const whole = await mine.call("GET", "/members");
@@ -412,7 +412,7 @@ describe("issue finding 7: every list takes limit 1..500", () => {
     expect(seen).toEqual(members.map((m) => m.id));
   });
 
-  it("finding 7: a subscription's deliveries take limit 1..500 (at most 50 come back) and no cursor", async () => {
+  it("a subscription's deliveries take limit 1..500 (at most 50 come back) and no cursor", async () => {
     const sub = await ws.call("POST", "/webhooks", {
       url: "http://127.0.0.1:9/hook",
       events: ["contact.created"],
@@ -428,10 +428,10 @@ describe("issue finding 7: every list takes limit 1..500", () => {
   });
 });
 
-describe("issue finding 8: answers below the routes carry our error body and headers", () => {
+describe("docs/api/conventions.md §Errors: answers below the routes carry our error body and headers", () => {
   const authorized = () => `authorization: Bearer ${ws.key}`;
 
-  it("finding 8: an Expect other than 100-continue is a 417 expectation_failed with our body and headers", async () => {
+  it("an Expect other than 100-continue is a 417 expectation_failed with our body and headers", async () => {
     for (const [method, path] of [
       ["GET", "/api/v1/contacts"],
       ["POST", "/api/v1/contacts"],
@@ -454,7 +454,7 @@ describe("issue finding 8: answers below the routes carry our error body and hea
     }
   });
 
-  it("finding 8: an HTTP/1.1 request without Host is a 400 with our body and headers; HTTP/1.0 needs none", async () => {
+  it("an HTTP/1.1 request without Host is a 400 with our body and headers; HTTP/1.0 needs none", async () => {
     const res = await rawRequest("GET /api/v1/contacts HTTP/1.1", "connection: close", authorized());
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -466,7 +466,7 @@ describe("issue finding 8: answers below the routes carry our error body and hea
     expect(old.status).toBe(200);
   });
 
-  it("finding 8: obs-fold, control bytes in a header value and %C0%AF in a path are a 400 with our body and an x-request-id", async () => {
+  it("obs-fold, control bytes in a header value and %C0%AF in a path are a 400 with our body and an x-request-id", async () => {
     for (const lines of [
       ["GET /api/v1/contacts HTTP/1.1", "host: x", authorized(), "x-folded: a", " b"],
       ["GET /api/v1/contacts HTTP/1.1", "host: x", authorized(), "x-control: a\u0001b"],
@@ -482,7 +482,7 @@ describe("issue finding 8: answers below the routes carry our error body and hea
     }
   });
 
-  it("finding 8: a POST body with content-type text/plain is a 415 unsupported_media_type", async () => {
+  it("a POST body with content-type text/plain is a 415 unsupported_media_type", async () => {
     for (const type of ["text/plain", "text/plain; charset=utf-8"]) {
       const res = await ws.call("POST", "/contacts", JSON.stringify({ name: "a", phone: "11999990001" }), {
         "content-type": type,
@@ -493,7 +493,7 @@ describe("issue finding 8: answers below the routes carry our error body and hea
     }
   });
 
-  it("finding 8: the OpenAPI document says 401 and 431 carry no x-ratelimit-*, and lists 417 everywhere", async () => {
+  it("the OpenAPI document says 401 and 431 carry no x-ratelimit-*, and lists 417 everywhere", async () => {
     const doc = (await request("GET", `${gatewayUrl()}/api/v1/openapi.json`)).body;
     const op = doc.paths["/api/v1/contacts"].get.responses;
     expect(op["417"]).toBeDefined();

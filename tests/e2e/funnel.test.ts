@@ -59,7 +59,7 @@ beforeAll(async () => {
 const tally = (count: number, valueCents: number) => ({ count, valueCents });
 
 describe("GET /funnel", () => {
-  it("SPEC §4 Funnel: total, byStage, byStatus count deals created in [from, to); closedInRange by wonAt/lostAt", async () => {
+  it("docs/api/deals.md §GET /funnel: total, byStage, byStatus count deals created in [from, to); closedInRange by wonAt/lostAt", async () => {
     const res = await ws.call("GET", `/funnel?pipelineId=${pl.id}&from=${from}&to=${to}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -81,7 +81,7 @@ describe("GET /funnel", () => {
     });
   });
 
-  it("SPEC §4 Funnel: without from and to everything is counted (trash excluded)", async () => {
+  it("docs/api/deals.md §GET /funnel: without from and to everything is counted (trash excluded)", async () => {
     const res = await ws.call("GET", `/funnel?pipelineId=${pl.id}`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -100,7 +100,7 @@ describe("GET /funnel", () => {
     });
   });
 
-  it("SPEC §4 Funnel: an open-ended range (only from, only to)", async () => {
+  it("docs/api/deals.md §GET /funnel: an open-ended range (only from, only to)", async () => {
     const onlyFrom = await ws.call("GET", `/funnel?pipelineId=${pl.id}&from=${from}`);
     // created from `from` on: B1, B2, B3, C1; closed from `from` on: A1, B2, C1 won; B1, A2 lost
     expect(onlyFrom.body).toMatchObject({
@@ -117,7 +117,7 @@ describe("GET /funnel", () => {
     });
   });
 
-  it("API §6: a restored deal counts again", async () => {
+  it("docs/api/deals.md §DELETE /opportunities/{id} and POST /opportunities/{id}/restore: a restored deal counts again", async () => {
     const c = await contact(ws);
     const d = await deal(ws, { contactId: c.id, pipelineId: pl.id, valueCents: 1 });
     const before = (await ws.call("GET", `/funnel?pipelineId=${pl.id}`)).body.total;
@@ -131,7 +131,7 @@ describe("GET /funnel", () => {
     await ws.call("DELETE", `/opportunities/${d.id}`);
   });
 
-  it("API §6: without pipelineId, every pipeline's stages in order; an empty workspace has zero rows", async () => {
+  it("docs/api/deals.md §GET /funnel: without pipelineId, every pipeline's stages in order; an empty workspace has zero rows", async () => {
     const fresh = await newWorkspace();
     const empty = await fresh.call("GET", "/funnel");
     expect(empty.status).toBe(200);
@@ -154,7 +154,7 @@ describe("GET /funnel", () => {
     ]);
   });
 
-  it("API §1: bad parameters are 400, an unknown pipeline 422, another workspace's pipeline 422", async () => {
+  it("docs/api/conventions.md §Errors: bad parameters are 400, an unknown pipeline 422, another workspace's pipeline 422", async () => {
     for (const q of ["from=yesterday", `from=${to}&to=${from}`, "nope=1", "pipelineId="]) {
       const res = await ws.call("GET", `/funnel?${q}`);
       expect(res.status, q).toBe(400);
@@ -166,7 +166,7 @@ describe("GET /funnel", () => {
     expect((await other.call("GET", `/funnel?pipelineId=${pl.id}`)).status).toBe(422);
   });
 
-  it("API §3: GET /funnel needs opportunities.read", async () => {
+  it("docs/api/conventions.md §Scopes per route: GET /funnel needs opportunities.read", async () => {
     const k = await keyFor(ws, ["tasks.read"]);
     expect((await k.call("GET", "/funnel")).status).toBe(403);
   });

@@ -19,7 +19,7 @@ afterAll(async () => {
 const get = (base: string, key: string, path = "/api/v1/contacts") =>
   request("GET", `${base}${path}`, undefined, { authorization: `Bearer ${key}` });
 
-describe("API §1 rate_limited", () => {
+describe("docs/api/conventions.md §Rate limits", () => {
   it("limits per key: the 4th request in the window is a 429 with retry-after; another key is unaffected", async () => {
     const a = await newWorkspace({ scopes: ["contacts.read"] });
     const b = await newWorkspace({ scopes: ["contacts.read"] });
@@ -33,7 +33,7 @@ describe("API §1 rate_limited", () => {
   });
 });
 
-describe("key cache across gateway copies (issue 2: prompt invalidation)", () => {
+describe("key cache across gateway copies (docs/api/conventions.md §Authentication and API keys: prompt invalidation)", () => {
   it("a key revoked through one copy is refused at once by another copy that had it cached for an hour", async () => {
     const ws = await newWorkspace({ scopes: ["contacts.read"] });
     expect((await get(cached.url, ws.key)).status).toBe(200);
@@ -46,7 +46,7 @@ describe("key cache across gateway copies (issue 2: prompt invalidation)", () =>
   });
 });
 
-describe("dependency outage (DESIGN: 503, safe to retry)", () => {
+describe("dependency outage (docs/api/conventions.md §Outages and retries: 503, safe to retry)", () => {
   it("a gateway whose crm is unreachable answers 503 unavailable, and /readyz says so", async () => {
     const ws = await newWorkspace({ scopes: ["contacts.read"] });
     const orphan = await copy({ CRM_URL: "http://127.0.0.1:9", UPSTREAM_TIMEOUT_MS: "2000" });
@@ -111,7 +111,7 @@ function slowProxy(targetPort: string, delayMs: number): Promise<{ port: number;
   );
 }
 
-describe("API §1 rate_limited across gateway copies (issue 13 §3: no Redis round trip per request)", () => {
+describe("docs/api/conventions.md §Rate limits: rate_limited across gateway copies (no Redis round trip per request)", () => {
   it("two copies share one budget: all together admit at most RATE_LIMIT_MAX + burst per extra copy, with x-ratelimit headers", async () => {
     const [a, b] = await Promise.all([
       copy({ RATE_LIMIT_MAX: "40", RATE_LIMIT_WINDOW_MS: "60000" }),

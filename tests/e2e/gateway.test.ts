@@ -5,8 +5,8 @@ import { AuthService } from "@funil/contracts";
 import { describe, expect, inject, it } from "vitest";
 import { admin, gatewayUrl, keyFor, newWorkspace, request, withKey } from "../helpers.js";
 
-describe("authentication (SPEC §5, API §2)", () => {
-  it("API §1 unauthorized: missing, malformed, unknown keys → 401 with the error body", async () => {
+describe("authentication (docs/api/conventions.md §Authentication and API keys)", () => {
+  it("docs/api/conventions.md §Errors (401 unauthorized): missing, malformed, unknown keys → 401 with the error body", async () => {
     const url = `${gatewayUrl()}/api/v1/contacts`;
     for (const authorization of [
       undefined,
@@ -24,7 +24,7 @@ describe("authentication (SPEC §5, API §2)", () => {
     }
   });
 
-  it("API §2: a key is fnl_ + 40 base62 characters, shown once; a revoked key gets 401 at once", async () => {
+  it("docs/api/conventions.md §Authentication and API keys: a key is fnl_ + 40 base62 characters, shown once; a revoked key gets 401 at once", async () => {
     const ws = await newWorkspace();
     expect(ws.key).toMatch(/^fnl_[0-9A-Za-z]{40}$/);
     expect((await ws.call("GET", "/contacts")).status).toBe(200);
@@ -33,7 +33,7 @@ describe("authentication (SPEC §5, API §2)", () => {
     expect((await ws.call("GET", "/contacts")).status).toBe(401);
   });
 
-  it("API §2: a scope change through PATCH /admin/v1/keys/{id} applies at once (the cache is invalidated)", async () => {
+  it("docs/api/admin.md §Routes: a scope change through PATCH /admin/v1/keys/{id} applies at once (the cache is invalidated)", async () => {
     const ws = await newWorkspace({ scopes: ["contacts.read"] });
     expect((await ws.call("GET", "/contacts")).status).toBe(200);
     const patch = await admin("PATCH", `/keys/${ws.keyId}`, { scopes: ["members.read"] });
@@ -46,7 +46,7 @@ describe("authentication (SPEC §5, API §2)", () => {
     expect((await ws.call("GET", "/members")).status).toBe(200);
   });
 
-  it("API §3 missing_scope: every route checks its scope; the details name the scope needed", async () => {
+  it("docs/api/conventions.md §Scopes per route (403 missing_scope): every route checks its scope; the details name the scope needed", async () => {
     const ws = await newWorkspace({ scopes: ["members.read"] });
     const cases: Array<[string, string, string[]]> = [
       ["GET", "/contacts", ["contacts.read"]],
@@ -69,7 +69,7 @@ describe("authentication (SPEC §5, API §2)", () => {
     expect((await fields.call("GET", "/custom-fields")).status).toBe(200);
   });
 
-  it("SPEC §5: the workspace comes from the key, never from the request", async () => {
+  it("docs/api/conventions.md §Authentication and API keys: the workspace comes from the key, never from the request", async () => {
     const a = await newWorkspace();
     const b = await newWorkspace();
     const mine = await a.call("POST", "/contacts", { phone: "+55 21 90000-1111" });
@@ -82,7 +82,7 @@ describe("authentication (SPEC §5, API §2)", () => {
   });
 });
 
-describe("admin API (API §2)", () => {
+describe("admin API (docs/api/admin.md §Routes)", () => {
   it("needs ADMIN_TOKEN: anything else is 401", async () => {
     for (const authorization of [
       undefined,
@@ -179,7 +179,7 @@ describe("admin API (API §2)", () => {
   });
 });
 
-describe("operations endpoints (API §1)", () => {
+describe("operations endpoints (docs/api/conventions.md §Errors)", () => {
   it("x-request-id is echoed when given and generated otherwise", async () => {
     const given = await request("GET", `${gatewayUrl()}/healthz`, undefined, { "x-request-id": "req-123" });
     expect(given.headers.get("x-request-id")).toBe("req-123");
@@ -197,7 +197,7 @@ describe("operations endpoints (API §1)", () => {
     expect(metrics).toContain("funil_http_request_duration_seconds_bucket");
   });
 
-  it("issue 13 §4: /readyz names every dependency; /metrics shows each service's outbox and its dependencies", async () => {
+  it("docs/operations.md §Readiness and liveness, §Metrics: /readyz names every dependency; /metrics shows each service's outbox and its dependencies", async () => {
     const ready = await request("GET", `${gatewayUrl()}/readyz`);
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({
@@ -326,7 +326,7 @@ describe("operations endpoints (API §1)", () => {
   });
 });
 
-describe("internal Auth service (API §11)", () => {
+describe("internal Auth service (docs/api/webhooks.md §Scope revoked)", () => {
   it("answers a key's current scopes and workspace, uncached: a revocation shows at once", async () => {
     const ws = await newWorkspace({ scopes: ["contacts.read", "webhooks.manage"] });
     const auth = createClient(AuthService, createGrpcTransport({ baseUrl: inject("authUrl") }));

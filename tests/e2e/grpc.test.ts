@@ -38,7 +38,7 @@ function grpcContacts() {
   return { Ctor, client: new Ctor(new URL(inject("crmUrl")).host, grpc.credentials.createInsecure()) };
 }
 
-describe("crm speaks gRPC (issue 2: Connect on HTTP/2)", () => {
+describe("crm speaks gRPC (docs/architecture.md §The shape: Connect on HTTP/2)", () => {
   it("a plain @grpc/grpc-js client upserts and reads a contact", async () => {
     const ws = await newWorkspace();
     const { client } = grpcContacts();
@@ -72,7 +72,7 @@ describe("crm speaks gRPC (issue 2: Connect on HTTP/2)", () => {
     }
   });
 
-  it("issue 7: a plain gRPC client gets exactly the answer the gateway's client gets (Connect on HTTP/2)", async () => {
+  it("docs/architecture.md §The shape: a plain gRPC client gets exactly the answer the gateway's client gets (Connect on HTTP/2)", async () => {
     const ws = await newWorkspace();
     const made = await ws.call("POST", "/contacts", {
       name: "Same Answer",

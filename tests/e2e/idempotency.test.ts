@@ -17,8 +17,8 @@ beforeAll(async () => {
   pl = await pipeline(ws);
 });
 
-describe("Idempotency-Key on POST /opportunities (API §9)", () => {
-  it("API §9: the same request again replays the first response with idempotent-replayed: true", async () => {
+describe("Idempotency-Key on POST /opportunities (docs/api/conventions.md §Idempotency-Key)", () => {
+  it("docs/api/conventions.md §Idempotency-Key: the same request again replays the first response with idempotent-replayed: true", async () => {
     const c = await contact(ws);
     const key = newKey();
     const body = { title: "Deal", contactId: c.id, pipelineId: pl.id, valueCents: 100 };
@@ -33,7 +33,7 @@ describe("Idempotency-Key on POST /opportunities (API §9)", () => {
     expect(await dealsOf(c.id)).toHaveLength(1);
   });
 
-  it("API §9: the same key with another body → 422 idempotency_key_reused", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: the same key with another body → 422 idempotency_key_reused", async () => {
     const c = await contact(ws);
     const key = newKey();
     expect((await post({ title: "A", contactId: c.id, pipelineId: pl.id }, key)).status).toBe(201);
@@ -43,7 +43,7 @@ describe("Idempotency-Key on POST /opportunities (API §9)", () => {
     expect(await dealsOf(c.id)).toHaveLength(1);
   });
 
-  it("API §9: ten concurrent identical requests create exactly one deal", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: ten concurrent identical requests create exactly one deal", async () => {
     const c = await contact(ws);
     const key = newKey();
     const body = { title: "Race", contactId: c.id, pipelineId: pl.id };
@@ -64,7 +64,7 @@ describe("Idempotency-Key on POST /opportunities (API §9)", () => {
     expect(after.body.id).toBe(created[0]!.body.id);
   });
 
-  it("API §9: a remembered 4xx (422 invalid_reference) is replayed, not retried", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: a remembered 4xx (422 invalid_reference) is replayed, not retried", async () => {
     const c = await contact(ws);
     const key = newKey();
     const body = { title: "x", contactId: c.id, pipelineId: "pl_nope" };
@@ -77,7 +77,7 @@ describe("Idempotency-Key on POST /opportunities (API §9)", () => {
     expect(again.body).toEqual(first.body);
   });
 
-  it("API §9: a 400 validation_failed is not remembered: the key stays free", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: a 400 validation_failed is not remembered: the key stays free", async () => {
     const c = await contact(ws);
     const key = newKey();
     expect((await post({ title: "x", contactId: c.id, pipelineId: pl.id, valueCents: -5 }, key)).status).toBe(
@@ -92,7 +92,7 @@ describe("Idempotency-Key on POST /opportunities (API §9)", () => {
     expect(ok.headers.get("idempotent-replayed")).toBeNull();
   });
 
-  it("API §9: keys are scoped to the workspace", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: keys are scoped to the workspace", async () => {
     const other = await newWorkspace();
     const [pl2, c1, c2] = await Promise.all([pipeline(other), contact(ws), contact(other)]);
     const key = newKey();
@@ -104,7 +104,7 @@ describe("Idempotency-Key on POST /opportunities (API §9)", () => {
     expect(b.body.id).not.toBe(a.body.id);
   });
 
-  it("API §9: without a key every request creates; a malformed key is a 400", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: without a key every request creates; a malformed key is a 400", async () => {
     const c = await contact(ws);
     const body = { title: "x", contactId: c.id, pipelineId: pl.id };
     expect((await post(body)).status).toBe(201);

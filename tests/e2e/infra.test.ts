@@ -16,7 +16,7 @@ const freePort = () =>
     });
   });
 
-describe("npm start's infrastructure (issue 2 §7)", () => {
+describe("npm start's infrastructure (docs/operations.md §Processes and servers)", () => {
   // A checkout the postgres user can reach keeps PostgreSQL's data inside it; one it cannot reach (under
   // /root, or a mode-700 temporary folder, as when root runs it) gets a folder of the postgres user's own.
   it.each([

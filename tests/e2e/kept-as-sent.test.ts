@@ -47,7 +47,7 @@ afterAll(async () => {
 let seq = 0;
 const phone = () => `+55 21 9${String(Date.now()).slice(-6)}${String(++seq).padStart(2, "0")}`;
 
-describe("issue finding 1: customFields keys are the definitions' fieldKeys, byte for byte", () => {
+describe("docs/api/conventions.md §Text is kept as sent: customFields keys are the definitions' fieldKeys, byte for byte", () => {
   it("contacts: POST, GET, the event and a webhook delivery keep plan_type; PATCH plan_type: null removes it", async () => {
     const sub = await ws.call("POST", "/webhooks", {
       url: rx.url(`/kept-${Date.now()}`),
@@ -113,7 +113,7 @@ describe("issue finding 1: customFields keys are the definitions' fieldKeys, byt
   });
 });
 
-describe("issue finding 2: a date custom field holds a day that exists, as YYYY-MM-DD", () => {
+describe("docs/api/contacts.md §GET /custom-fields: a date custom field holds a day that exists, as YYYY-MM-DD", () => {
   it("2023-02-29, 2024-02-30, 2024-04-31 and date-times are a 400 naming the field, on contacts and deals", async () => {
     const c = await contact(ws);
     const d = await deal(ws, { contactId: c.id, pipelineId });
@@ -165,7 +165,7 @@ describe("issue finding 2: a date custom field holds a day that exists, as YYYY-
   });
 });
 
-describe("issue finding 3: a contact's owner is a member of the caller's workspace", () => {
+describe("docs/api/contacts.md §Contact: a contact's owner is a member of the caller's workspace", () => {
   it("POST and PATCH /contacts with another workspace's member (or no member) → 422 invalid_reference, nothing kept", async () => {
     const theirs = await member(other);
     const mine = await member(ws);
@@ -205,7 +205,7 @@ async function rawPost(path: string, body: Uint8Array) {
   return { status: res.status, body: (await res.json()) as any };
 }
 
-describe("issue finding 4: text is Unicode as sent, or refused naming the field", () => {
+describe("docs/api/conventions.md §Text is kept as sent: text is Unicode as sent, or refused naming the field", () => {
   it("a lone surrogate (\\ud800) in a string or a key is a 400 naming it, nothing stored", async () => {
     const p = phone();
     for (const [body, path] of [

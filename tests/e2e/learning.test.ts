@@ -43,8 +43,8 @@ afterAll(async () => {
   await nc?.close();
 });
 
-describe("access (SPEC.md §5 rule 3, API.md §3)", () => {
-  it("SPEC §5 rule 3: only an operator workspace's key with platform.read reads learners; any other key gets 403 forbidden_platform", async () => {
+describe("access (docs/api/learners.md (operator workspace and platform.read), docs/api/conventions.md §Scopes per route)", () => {
+  it("docs/api/learners.md (operator workspace and platform.read): only an operator workspace's key with platform.read reads learners; any other key gets 403 forbidden_platform", async () => {
     const withoutScope = ALL_SCOPES.filter((s) => s !== "platform.read");
     const others = await Promise.all([
       newWorkspace({ operator: true, scopes: withoutScope }),
@@ -64,8 +64,8 @@ describe("access (SPEC.md §5 rule 3, API.md §3)", () => {
   });
 });
 
-describe("live stream (API.md §10)", () => {
-  it("API §10: messages out of order and repeated give the hand-computed learner, for every operator workspace alike", async () => {
+describe("live stream (docs/api/learners.md §Ingest)", () => {
+  it("docs/api/learners.md §GET /platform/users/{id}: messages out of order and repeated give the hand-computed learner, for every operator workspace alike", async () => {
     const u = id("live");
     const at = (d: string) => `2026-11-${d}T10:00:00.000Z`;
     await publish("course.upserted", {
@@ -154,7 +154,7 @@ describe("live stream (API.md §10)", () => {
     });
   });
 
-  it("API §10: an invalid message goes to the dead letters with its reason, and the stream goes on", async () => {
+  it("docs/api/learners.md §Ingest: an invalid message goes to the dead letters with its reason, and the stream goes on", async () => {
     const js = jetstream(nc);
     const letters = await js.consumers.get(names().stream("PLATFORM"), {
       filter_subjects: names().subject("platform.deadletter"),
@@ -204,8 +204,8 @@ describe("live stream (API.md §10)", () => {
   });
 });
 
-describe("GET /platform/users[/{id}] input (API.md §1, §10)", () => {
-  it("API §10: days must be an integer 1..365 (400 validation_failed); an unknown learner is 404 not_found", async () => {
+describe("GET /platform/users[/{id}] input (docs/api/conventions.md §Errors; docs/api/learners.md §GET /platform/users/{id})", () => {
+  it("docs/api/learners.md §GET /platform/users/{id}: days must be an integer 1..365 (400 validation_failed); an unknown learner is 404 not_found", async () => {
     for (const days of ["0", "366", "7.5", "abc", ""]) {
       const res = await operator.call("GET", `/platform/users/x?days=${days}`);
       expect(res.status, `days=${days}`).toBe(400);
@@ -216,7 +216,7 @@ describe("GET /platform/users[/{id}] input (API.md §1, §10)", () => {
     expect(missing.body.error.code).toBe("not_found");
   });
 
-  it("API §1: bad list parameters are 400 with a stable code, never a 500", async () => {
+  it("docs/api/conventions.md §Errors: bad list parameters are 400 with a stable code, never a 500", async () => {
     const cases: Array<[string, string]> = [
       ["limit=0", "validation_failed"],
       ["limit=501", "validation_failed"],
@@ -255,7 +255,7 @@ describe("GET /platform/users[/{id}] input (API.md §1, §10)", () => {
     }
   });
 
-  it("API §1: the learner routes are in the OpenAPI document", async () => {
+  it("docs/api/conventions.md §Errors: the learner routes are in the OpenAPI document", async () => {
     const doc = await request("GET", `${gatewayUrl()}/api/v1/openapi.json`);
     expect(Object.keys(doc.body.paths)).toEqual(
       expect.arrayContaining(["/api/v1/platform/users", "/api/v1/platform/users/{id}"]),
@@ -263,8 +263,8 @@ describe("GET /platform/users[/{id}] input (API.md §1, §10)", () => {
   });
 });
 
-describe("npm run import:platform (API.md §10)", () => {
-  it("API §10: a file with a bad line in the middle imports nothing and names the line; --skip-bad imports the rest", async () => {
+describe("npm run import:platform (docs/api/learners.md §Ingest)", () => {
+  it("docs/api/learners.md §Ingest: a file with a bad line in the middle imports nothing and names the line; --skip-bad imports the rest", async () => {
     const u = id("bulk");
     const line = (subject: string, data: unknown) => JSON.stringify({ subject: `platform.${subject}`, data });
     const dir = await mkdtemp(join(tmpdir(), "funil-e2e-import-"));
@@ -305,7 +305,7 @@ describe("npm run import:platform (API.md §10)", () => {
   });
 });
 
-describe("learning speaks gRPC (DESIGN: a standard gRPC client calls every service)", () => {
+describe("learning speaks gRPC (docs/architecture.md §The shape: a standard gRPC client calls every service)", () => {
   it("a plain @grpc/grpc-js client lists learners and gets NOT_FOUND and INVALID_ARGUMENT like HTTP's 404 and 400", async () => {
     const def = protoLoader.loadSync("funil/learning/v1/learners.proto", {
       includeDirs: [fileURLToPath(new URL("../../proto", import.meta.url))],

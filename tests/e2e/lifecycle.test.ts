@@ -73,7 +73,7 @@ const upserts = (gwUrl: string, key: string, n: number) =>
     ),
   );
 
-describe("processes (DESIGN: configuration and shutdown)", () => {
+describe("processes (docs/operations.md §Configuration, §Stopping)", () => {
   it("a bad environment value stops the process with a message naming the variable", async () => {
     const p = run("services/crm/dist/main.js", { CRM_PORT: "not-a-port" });
     expect(await p.exited).toBe(1);

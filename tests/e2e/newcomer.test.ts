@@ -5,12 +5,12 @@ import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import { gatewayUrl, withKey } from "../helpers.js";
 
-/** The path of a newcomer following the README (issue 8): the traps it met, each closed. */
+/** The path of a newcomer following the README: the traps it met, each closed. */
 const run = promisify(execFile);
 const cli = (args: string[], env: Record<string, string | undefined>) =>
   run("node", ["services/gateway/dist/cli.js", ...args], { env: { ...process.env, ...env } });
 
-describe("issue 8: npm start on a busy port", () => {
+describe("README: npm start on a busy port", () => {
   it("stops before printing a banner or token, and leaves the running stack's file alone", async () => {
     const busy = createServer();
     const port = await new Promise<number>((resolve) =>
@@ -41,7 +41,7 @@ describe("issue 8: npm start on a busy port", () => {
   });
 });
 
-describe("issue 8: the admin CLI", () => {
+describe("docs/api/admin.md §CLI", () => {
   const env = { GATEWAY_URL: gatewayUrl(), ADMIN_TOKEN: inject("adminToken"), FUNIL_ENV: inject("funilEnv") };
 
   it("its help lists exactly the commands the README lists", async () => {

@@ -14,7 +14,7 @@ import { newWorkspace, type Workspace } from "../helpers.js";
 import { contact, deal, member, pipeline } from "./crm-fixtures.js";
 
 /**
- * Each field rule has one owner (issue 14): the same input gets the same
+ * Each field rule has one owner (docs/architecture.md §Style): the same input gets the same
  * answer over HTTP (through the gateway) and over gRPC (straight into crm),
  * with the same validation_failed details. The inputs are the drift cases
  * found in review and every text limit of the README.
@@ -171,7 +171,7 @@ const CASES: Case[] = [
   ],
 ];
 
-describe("issue 14: HTTP and gRPC give the same answer for the same input", () => {
+describe("docs/architecture.md §Style: HTTP and gRPC give the same answer for the same input", () => {
   it.each(CASES)("%s", async (_label, method, path, given, grpc) => {
     const body = typeof given === "function" ? given() : given;
     const http = await ws.call(method, path(), body);
@@ -191,7 +191,7 @@ describe("issue 14: HTTP and gRPC give the same answer for the same input", () =
   });
 });
 
-describe("issue 14: the response schemas (and so the OpenAPI document) are the answers' shapes", () => {
+describe("docs/architecture.md §Style: the response schemas (and so the OpenAPI document) are the answers' shapes", () => {
   it("every kind of crm answer parses, strictly, with the schema derived from its contract", async () => {
     const answers: Array<[z.ZodObject, unknown]> = [
       [responses.contactDetail, (await ws.call("GET", `/contacts/${ids.contact}`)).body],

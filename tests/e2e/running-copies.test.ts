@@ -97,7 +97,7 @@ const call = (
   });
 
 describe("running copies: the rules hold when the requests land on different copies", () => {
-  it("API §9: ten identical requests with one Idempotency-Key over two crm copies create one deal", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: ten identical requests with one Idempotency-Key over two crm copies create one deal", async () => {
     const [c, pl] = await Promise.all([contact(ws), pipeline(ws)]);
     const body = { title: "Copies", contactId: c.id, pipelineId: pl.id };
     const key = `copies-${Date.now()}`;
@@ -114,7 +114,7 @@ describe("running copies: the rules hold when the requests land on different cop
     expect(deals.body.data).toHaveLength(1);
   });
 
-  it("API §7: one time of one assignee booked at once over two scheduling copies: one 201, the rest 409 slot_taken", async () => {
+  it("docs/api/meetings.md §POST /appointments: one time of one assignee booked at once over two scheduling copies: one 201, the rest 409 slot_taken", async () => {
     const who = (await member(ws)).id;
     const cal = await calendar(ws, { assigneeUserIds: [who] });
     const c = await contact(ws);
@@ -129,7 +129,7 @@ describe("running copies: the rules hold when the requests land on different cop
     }
   });
 
-  it("API §7: a day's cap holds over two scheduling copies: 6 bookings at once on a cap of 2 give two 201", async () => {
+  it("docs/api/meetings.md §POST /appointments: a day's cap holds over two scheduling copies: 6 bookings at once on a cap of 2 give two 201", async () => {
     const who = (await member(ws)).id;
     const cal = await calendar(ws, { dailyCap: 2, assigneeUserIds: [who] });
     const c = await contact(ws);
@@ -153,7 +153,7 @@ describe("running copies: the rules hold when the requests land on different cop
 });
 
 describe("running copies: timeline ingest", () => {
-  it("API §8: messages published twice, taken in batches by two timeline copies, are stored once; the touches are the earliest and latest", async () => {
+  it("docs/api/interactions.md §Ingest: messages published twice, taken in batches by two timeline copies, are stored once; the touches are the earliest and latest", async () => {
     const ingest = await ingestClient();
     try {
       const phone = `+55 41 9${String(Date.now()).slice(-8)}`;
@@ -192,7 +192,7 @@ describe("running copies: timeline ingest", () => {
 });
 
 describe("running copies: the learning consumer", () => {
-  it("API §10: a platform's messages shuffled over two learning copies give each learner its latest login and ip", async () => {
+  it("docs/api/learners.md §Ingest: a platform's messages shuffled over two learning copies give each learner its latest login and ip", async () => {
     const operator = await newWorkspace({ operator: true, scopes: ["platform.read"] });
     const ingest = await ingestClient();
     try {

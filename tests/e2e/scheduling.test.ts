@@ -8,8 +8,8 @@ beforeAll(async () => {
   ws = await newWorkspace();
 });
 
-describe("calendars (API §2, §7)", () => {
-  it("API §2: created through the admin API, listed by GET /calendars with key; slotIntervalMin defaults to the duration", async () => {
+describe("calendars (docs/api/admin.md §Routes; docs/api/meetings.md §Calendar)", () => {
+  it("docs/api/admin.md §Routes: created through the admin API, listed by GET /calendars with key; slotIntervalMin defaults to the duration", async () => {
     const cal = await calendar(ws, { timezone: "america/sao_paulo", durationMin: 45 });
     expect(cal).toMatchObject({ timezone: "America/Sao_Paulo", slotIntervalMin: 45, durationMin: 45 });
     const list = await ws.call("GET", "/calendars");
@@ -21,7 +21,7 @@ describe("calendars (API §2, §7)", () => {
     expect(list.body.nextCursor).toBeNull();
   });
 
-  it("API §2: an unknown timezone is 400; an inactive or unknown assignee is 422 invalid_reference; a key twice is 409", async () => {
+  it("docs/api/admin.md §Routes: an unknown timezone is 400; an inactive or unknown assignee is 422 invalid_reference; a key twice is 409", async () => {
     const bad = await ws.admin("POST", `/workspaces/${ws.id}/calendars`, {
       key: "x",
       name: "x",
@@ -66,8 +66,8 @@ describe("calendars (API §2, §7)", () => {
   });
 });
 
-describe("booking (SPEC §4 Meetings, API §7)", () => {
-  it("API §7: books a slot; endAt = startAt + duration, contactName copied from crm, createdBySource api; meeting.booked carries it", async () => {
+describe("booking (docs/api/meetings.md §GET /appointments, §POST /appointments)", () => {
+  it("docs/api/meetings.md §POST /appointments: books a slot; endAt = startAt + duration, contactName copied from crm, createdBySource api; meeting.booked carries it", async () => {
     const events = await eventsSubscriber();
     try {
       const cal = await calendar(ws);
@@ -103,7 +103,7 @@ describe("booking (SPEC §4 Meetings, API §7)", () => {
     }
   });
 
-  it("API §7: an assignee busy in any calendar is 409 slot_taken; another assignee at that time is fine", async () => {
+  it("docs/api/meetings.md §POST /appointments: an assignee busy in any calendar is 409 slot_taken; another assignee at that time is fine", async () => {
     const a = await member(ws);
     const b = await member(ws);
     const one = await calendar(ws, { assigneeUserIds: [a.id, b.id] });
@@ -137,7 +137,7 @@ describe("booking (SPEC §4 Meetings, API §7)", () => {
     ).toBe(201);
   });
 
-  it("API §7: off the grid, outside availability or in the past is 422 invalid_slot; unknown references are 422 invalid_reference", async () => {
+  it("docs/api/meetings.md §POST /appointments: off the grid, outside availability or in the past is 422 invalid_slot; unknown references are 422 invalid_reference", async () => {
     const cal = await calendar(ws, {
       availability: [0, 1, 2, 3, 4, 5, 6].map((weekday) => ({ weekday, start: "09:00", end: "12:00" })),
     });
@@ -173,7 +173,7 @@ describe("booking (SPEC §4 Meetings, API §7)", () => {
     );
   });
 
-  it("API §7: bad input is a 400 naming it, never a 500 (recoveredFromAppointmentId is never accepted from the caller)", async () => {
+  it("docs/api/meetings.md §POST /appointments: bad input is a 400 naming it, never a 500 (recoveredFromAppointmentId is never accepted from the caller)", async () => {
     const cal = await calendar(ws);
     const c = await contact(ws);
     const base = {
@@ -195,7 +195,7 @@ describe("booking (SPEC §4 Meetings, API §7)", () => {
     }
   });
 
-  it("API §7: the per-day cap is 422 daily_cap_reached; a cancel frees the place at once", async () => {
+  it("docs/api/meetings.md §POST /appointments/{id}/cancel: the per-day cap is 422 daily_cap_reached; a cancel frees the place at once", async () => {
     const cal = await calendar(ws, { dailyCap: 2 });
     const c = await contact(ws);
     const at = (hhmm: string, i = 0) => ({
@@ -226,7 +226,7 @@ describe("booking (SPEC §4 Meetings, API §7)", () => {
     expect((await book(ws, at("11:00"))).status).toBe(201);
   });
 
-  it("API §7: twenty concurrent requests for one free time: exactly one 201, the rest 409 slot_taken", async () => {
+  it("docs/api/meetings.md §POST /appointments: twenty concurrent requests for one free time: exactly one 201, the rest 409 slot_taken", async () => {
     const cal = await calendar(ws);
     const c = await contact(ws);
     const body = {
@@ -245,7 +245,7 @@ describe("booking (SPEC §4 Meetings, API §7)", () => {
     expect(listed.body.data).toHaveLength(1);
   });
 
-  it("API §7: concurrent requests for the last places of a day: exactly the remaining places succeed", async () => {
+  it("docs/api/meetings.md §POST /appointments: concurrent requests for the last places of a day: exactly the remaining places succeed", async () => {
     const assignees: string[] = [];
     for (let i = 0; i < 4; i++) assignees.push((await member(ws)).id);
     const cal = await calendar(ws, { dailyCap: 5, assigneeUserIds: assignees });
@@ -265,7 +265,7 @@ describe("booking (SPEC §4 Meetings, API §7)", () => {
       expect(r.body.error.code).toBe("daily_cap_reached");
   });
 
-  it("API §9: Idempotency-Key replays the booking; another body is 422; a replay after the day filled still replays", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: Idempotency-Key replays the booking; another body is 422; a replay after the day filled still replays", async () => {
     const cal = await calendar(ws, { dailyCap: 1 });
     const c = await contact(ws);
     const body = {
@@ -302,8 +302,8 @@ describe("booking (SPEC §4 Meetings, API §7)", () => {
   });
 });
 
-describe("recoveredFromAppointmentId (SPEC §2 Meeting, API §7)", () => {
-  it("API §7: a new meeting recovers the contact's latest unrecovered noshow, once; never another contact's", async () => {
+describe("recoveredFromAppointmentId (docs/api/meetings.md §Meeting (appointment), §POST /appointments)", () => {
+  it("docs/api/meetings.md §POST /appointments: a new meeting recovers the contact's latest unrecovered noshow, once; never another contact's", async () => {
     const cal = await calendar(ws);
     const c = await contact(ws);
     const base = { calendarId: cal.id, contactId: c.id, assigneeUserId: cal.assigneeUserIds[0] };
@@ -330,7 +330,7 @@ describe("recoveredFromAppointmentId (SPEC §2 Meeting, API §7)", () => {
     ).toBeNull();
   });
 
-  it("API §7: concurrent bookings of one contact recover one noshow exactly once", async () => {
+  it("docs/api/meetings.md §POST /appointments: concurrent bookings of one contact recover one noshow exactly once", async () => {
     const cal = await calendar(ws);
     const c = await contact(ws);
     const base = { calendarId: cal.id, contactId: c.id, assigneeUserId: cal.assigneeUserIds[0] };
@@ -344,8 +344,8 @@ describe("recoveredFromAppointmentId (SPEC §2 Meeting, API §7)", () => {
   });
 });
 
-describe("cancel, reschedule, outcome (API §7)", () => {
-  it("API §7: reschedule moves the meeting under the same checks and frees the old time; meeting.rescheduled and meeting.canceled are emitted", async () => {
+describe("cancel, reschedule, outcome (docs/api/meetings.md §POST /appointments/{id}/cancel, /reschedule, /outcome)", () => {
+  it("docs/api/meetings.md §POST /appointments/{id}/reschedule: reschedule moves the meeting under the same checks and frees the old time; meeting.rescheduled and meeting.canceled are emitted", async () => {
     const events = await eventsSubscriber();
     try {
       const cal = await calendar(ws, { dailyCap: 1 });
@@ -408,7 +408,7 @@ describe("cancel, reschedule, outcome (API §7)", () => {
     }
   });
 
-  it("API §7: outcome realizada | noshow | reagendada with outcomeAt, the last one stands; 409 on a canceled meeting", async () => {
+  it("docs/api/meetings.md §POST /appointments/{id}/outcome: outcome realizada | noshow | reagendada with outcomeAt, the last one stands; 409 on a canceled meeting", async () => {
     const events = await eventsSubscriber();
     try {
       const cal = await calendar(ws);
@@ -442,8 +442,8 @@ describe("cancel, reschedule, outcome (API §7)", () => {
   });
 });
 
-describe("GET /appointments (SPEC §4 Meetings, API §4, §7)", () => {
-  it("API §7: status scheduled by default, canceled and all with canceledAt; calendarKey, from/to on startAt, outcome; keyset by (startAt, id)", async () => {
+describe("GET /appointments (docs/api/meetings.md §GET /appointments; docs/api/conventions.md §Lists and pagination)", () => {
+  it("docs/api/meetings.md §GET /appointments: status scheduled by default, canceled and all with canceledAt; calendarKey, from/to on startAt, outcome; keyset by (startAt, id)", async () => {
     const own = await newWorkspace();
     const cal = await calendar(own);
     const c = await contact(own);
@@ -488,8 +488,8 @@ describe("GET /appointments (SPEC §4 Meetings, API §4, §7)", () => {
   });
 });
 
-describe("slots (API §7)", () => {
-  it("API §7: free times only, each naming the round-robin assignee; range at most 31 days; unknown calendar 404", async () => {
+describe("slots (docs/api/meetings.md §GET /calendars/{id}/slots)", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: free times only, each naming the round-robin assignee; range at most 31 days; unknown calendar 404", async () => {
     const cal = await calendar(ws, {
       availability: [0, 1, 2, 3, 4, 5, 6].map((weekday) => ({ weekday, start: "09:00", end: "11:00" })),
     });

@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 describe("tasks", () => {
-  it("SPEC §4 Tasks: POST /tasks needs only a title → 201 task; task.created carries it", async () => {
+  it("docs/api/deals.md §POST /tasks: POST /tasks needs only a title → 201 task; task.created carries it", async () => {
     const res = await ws.call("POST", "/tasks", { title: "Call back" });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
@@ -34,7 +34,7 @@ describe("tasks", () => {
     expect((await events.next("task.created", (e) => e.data.id === res.body.id)).data).toEqual(res.body);
   });
 
-  it("API §6: every optional field is stored; a task about a deal defaults to the deal's contact", async () => {
+  it("docs/api/deals.md §Task: every optional field is stored; a task about a deal defaults to the deal's contact", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     const res = await ws.call("POST", "/tasks", {
       title: "Send proposal",
@@ -53,7 +53,7 @@ describe("tasks", () => {
     });
   });
 
-  it("API §6: title is required; unknown fields, bad dueAt, completed on create → 400", async () => {
+  it("docs/api/deals.md §Task: title is required; unknown fields, bad dueAt, completed on create → 400", async () => {
     for (const body of [
       {},
       { title: "" },
@@ -70,7 +70,7 @@ describe("tasks", () => {
     }
   });
 
-  it("API §1: references of another workspace (or unknown, or a trashed deal) → 422 invalid_reference", async () => {
+  it("docs/api/conventions.md §Errors: references of another workspace (or unknown, or a trashed deal) → 422 invalid_reference", async () => {
     const [oc, om] = await Promise.all([contact(other), member(other)]);
     const od = await deal(other, { contactId: oc.id, pipelineId: (await pipeline(other)).id });
     const trashed = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
@@ -91,7 +91,7 @@ describe("tasks", () => {
     }
   });
 
-  it("API §6: PATCH completed true sets completedAt, false clears it; edits; task.updated", async () => {
+  it("docs/api/deals.md §Task: PATCH completed true sets completedAt, false clears it; edits; task.updated", async () => {
     const t = (await ws.call("POST", "/tasks", { title: "x", body: "b" })).body;
     const done = await ws.call("PATCH", `/tasks/${t.id}`, { completed: true });
     expect(done.status).toBe(200);
@@ -107,7 +107,7 @@ describe("tasks", () => {
     expect((await other.call("PATCH", `/tasks/${t.id}`, { title: "z" })).status).toBe(404);
   });
 
-  it("SPEC §4 Tasks: open=true / open=false filter, assigneeUserId filter, keyset walk", async () => {
+  it("docs/api/deals.md §GET /tasks: open=true / open=false filter, assigneeUserId filter, keyset walk", async () => {
     const tw = await newWorkspace();
     const [a, b] = await Promise.all([member(tw), member(tw)]);
     const made: Array<{ id: string }> = [];
@@ -140,7 +140,7 @@ describe("tasks", () => {
       expect((await tw.call("GET", `/tasks?${q}`)).status, q).toBe(400);
   });
 
-  it("API §3: tasks.read to list, tasks.write to create and edit", async () => {
+  it("docs/api/conventions.md §Scopes per route: tasks.read to list, tasks.write to create and edit", async () => {
     const r = await keyFor(ws, ["tasks.read"]);
     expect((await r.call("GET", "/tasks")).status).toBe(200);
     expect((await r.call("POST", "/tasks", { title: "x" })).status).toBe(403);
@@ -151,7 +151,7 @@ describe("tasks", () => {
 });
 
 describe("notes", () => {
-  it("API §8: POST /notes → 201 {id, contactId, opportunityId, body, userId, createdAt} and note.created", async () => {
+  it("docs/api/deals.md §POST /notes: POST /notes → 201 {id, contactId, opportunityId, body, userId, createdAt} and note.created", async () => {
     const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id });
     const res = await ws.call("POST", "/notes", {
       contactId: ct.id,
@@ -172,7 +172,7 @@ describe("notes", () => {
     expect(bare.body.opportunityId).toBeNull();
   });
 
-  it("API §1: bad notes → 400; unknown or foreign contact, member, deal → 422", async () => {
+  it("docs/api/conventions.md §Errors: bad notes → 400; unknown or foreign contact, member, deal → 422", async () => {
     for (const body of [
       { contactId: ct.id, userId: user.id },
       { contactId: ct.id, body: "", userId: user.id },
@@ -196,7 +196,7 @@ describe("notes", () => {
     }
   });
 
-  it("API §3: notes need contacts.write or opportunities.write", async () => {
+  it("docs/api/conventions.md §Scopes per route: notes need contacts.write or opportunities.write", async () => {
     const body = { contactId: ct.id, body: "x", userId: user.id };
     expect((await (await keyFor(ws, ["contacts.write"])).call("POST", "/notes", body)).status).toBe(201);
     expect((await (await keyFor(ws, ["opportunities.write"])).call("POST", "/notes", body)).status).toBe(201);
@@ -205,7 +205,7 @@ describe("notes", () => {
 });
 
 describe("members", () => {
-  it("SPEC §2: GET /members keeps deactivated members (active=false)", async () => {
+  it("docs/api/contacts.md §GET /members: it keeps deactivated members (active=false)", async () => {
     const gone = await member(ws, { active: false });
     const res = await ws.call("GET", "/members");
     expect(res.status).toBe(200);

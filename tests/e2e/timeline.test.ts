@@ -11,7 +11,7 @@ import {
 } from "../helpers.js";
 
 /**
- * Issue 10 end to end: interactions published on INGEST (and notes written
+ * The timeline end to end: interactions published on INGEST (and notes written
  * through crm) read back through the gateway, with the touch and activity
  * fields of the single reads.
  */
@@ -65,7 +65,7 @@ function message(ws: Workspace, contactId: string, over: Record<string, unknown>
   };
 }
 
-describe("timeline ingest and GET /interactions (SPEC.md §2 Interaction, API.md §8)", () => {
+describe("timeline ingest and GET /interactions (docs/api/interactions.md §Interaction, §Ingest)", () => {
   let ws: Workspace;
   let contactId: string;
   beforeAll(async () => {
@@ -129,7 +129,7 @@ describe("timeline ingest and GET /interactions (SPEC.md §2 Interaction, API.md
       sentAt: at(8),
       preview: "Promo",
     });
-    // The same row twice: stored once (API.md §8).
+    // The same row twice: stored once (docs/api/interactions.md §Ingest).
     await ingest.publish(
       "ingest.inbox.message",
       message(ws, contactId, { rowId: "a2", senderUserId: "u1", sentAt: at(2) }),
@@ -181,7 +181,7 @@ describe("timeline ingest and GET /interactions (SPEC.md §2 Interaction, API.md
     expect(byId["msg:a5"].createdAt).toBe("2019-05-05T05:05:05.000Z");
   });
 
-  it("SPEC §2: channelInstanceId and senderPhone only on inbox messages with a connection", async () => {
+  it("docs/api/interactions.md §Interaction: channelInstanceId and senderPhone only on inbox messages with a connection", async () => {
     const { data } = await timeline(ws, `contactId=${contactId}`, 8);
     const byId = Object.fromEntries(data.map((i) => [i.id, i]));
     expect(byId["msg:a2"]).toMatchObject({ channelInstanceId: "inst-1", senderPhone: "+5511900000000" });
@@ -193,7 +193,7 @@ describe("timeline ingest and GET /interactions (SPEC.md §2 Interaction, API.md
     expect(byId["email:e1"]).toMatchObject({ channelInstanceId: null, senderPhone: null });
   });
 
-  it("SPEC §4: filters userId, channel list, direction, actor; rule 12: direction=outbound&actor=user", async () => {
+  it("docs/api/interactions.md §GET /interactions: filters userId, channel list, direction, actor; rule 12: direction=outbound&actor=user", async () => {
     const ids = async (q: string) =>
       (await ws.call("GET", `/interactions?contactId=${contactId}&${q}`)).body.data.map(
         (i: { id: string }) => i.id,
@@ -206,7 +206,7 @@ describe("timeline ingest and GET /interactions (SPEC.md §2 Interaction, API.md
     expect(await ids("direction=outbound&actor=user")).toEqual(["call:c1", "msg:a2"]);
   });
 
-  it("SPEC §4: createdAfter and createdBefore are both exclusive", async () => {
+  it("docs/api/interactions.md §GET /interactions: createdAfter and createdBefore are both exclusive", async () => {
     const res = await ws.call(
       "GET",
       `/interactions?contactId=${contactId}&createdAfter=2026-01-10T10:02:00.000Z&createdBefore=2026-01-10T10:05:00.000Z`,
@@ -214,7 +214,7 @@ describe("timeline ingest and GET /interactions (SPEC.md §2 Interaction, API.md
     expect(res.body.data.map((i: { id: string }) => i.id)).toEqual(["msg:a4", "msg:a3"]);
   });
 
-  it("API §4: keyset pages in order, the cursor bound to its filters", async () => {
+  it("docs/api/conventions.md §Lists and pagination: keyset pages in order, the cursor bound to its filters", async () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -238,13 +238,13 @@ describe("timeline ingest and GET /interactions (SPEC.md §2 Interaction, API.md
     expect(other.body.error.code).toBe("invalid_cursor");
   });
 
-  it("SPEC §8: default limit 100; another workspace sees none of it", async () => {
+  it("docs/api/conventions.md §Limits: default limit 100; another workspace sees none of it", async () => {
     const other = await newWorkspace();
     const res = await other.call("GET", `/interactions?contactId=${contactId}`);
     expect(res.body).toEqual({ data: [], nextCursor: null });
   });
 
-  it("SPEC §4, §8: bad filters are a 400 validation_failed; without interactions.read a 403", async () => {
+  it("docs/api/interactions.md §GET /interactions; docs/api/conventions.md §Limits: bad filters are a 400 validation_failed; without interactions.read a 403", async () => {
     for (const q of [
       "limit=0",
       "limit=501",
@@ -268,7 +268,7 @@ describe("timeline ingest and GET /interactions (SPEC.md §2 Interaction, API.md
   });
 });
 
-describe("reassignments and refused messages (API.md §8)", () => {
+describe("reassignments and refused messages (docs/api/interactions.md §Ingest)", () => {
   it("every interaction of a conversation shows its new owner; the sender's userId never changes; a stale assignment is ignored", async () => {
     const ws = await newWorkspace();
     const contactId = await contactIn(ws);
@@ -347,7 +347,7 @@ describe("reassignments and refused messages (API.md §8)", () => {
   });
 });
 
-describe("human touches and last activity in the single reads (SPEC.md §2 Contact, Deal; API.md §6)", () => {
+describe("human touches and last activity in the single reads (docs/api/contacts.md §GET /contacts/{id}; docs/api/deals.md §GET /opportunities/{id})", () => {
   let ws: Workspace;
   let pipelineId: string;
   let memberId: string;
@@ -479,7 +479,7 @@ describe("human touches and last activity in the single reads (SPEC.md §2 Conta
     expect(list.body.data[0]).not.toHaveProperty("lastActivityAt");
   });
 
-  it("a later deal of the same contact does not end an earlier deal's window (API.md §6)", async () => {
+  it("a later deal of the same contact does not end an earlier deal's window (docs/api/deals.md §GET /opportunities/{id})", async () => {
     const contactId = await contactIn(ws);
     const first = await ws.call("POST", "/opportunities", { contactId, pipelineId, title: "One" });
     const second = await ws.call("POST", "/opportunities", { contactId, pipelineId, title: "Two" });
@@ -493,7 +493,7 @@ describe("human touches and last activity in the single reads (SPEC.md §2 Conta
   });
 });
 
-describe("composed single reads when the timeline is away (issue 10 §6)", () => {
+describe("composed single reads when the timeline is away (docs/operations.md §Faults)", () => {
   let gw: GatewayCopy;
   beforeAll(async () => {
     gw = await gatewayCopy({

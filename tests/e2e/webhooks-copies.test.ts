@@ -4,7 +4,7 @@ import { newWorkspace, type Workspace, waitFor } from "../helpers.js";
 import { type Receiver, startReceiver } from "../receiver.js";
 
 /**
- * A second copy of the webhooks service beside the stack's (DESIGN.md: copies share the durable
+ * A second copy of the webhooks service beside the stack's (docs/operations.md §Running copies: copies share the durable
  * consumers), killed with SIGKILL in the middle of the retry schedule.
  */
 let ws: Workspace;
@@ -44,8 +44,8 @@ afterAll(async () => {
   await rx.close();
 });
 
-describe("webhooks: two copies, one killed mid-schedule (issue 11 §2, §4)", () => {
-  it("API §11 / SPEC §6: each event is delivered to a subscription exactly once across copies; a SIGKILL loses none and repeats no recorded success", async () => {
+describe("webhooks: two copies, one killed mid-schedule (docs/operations.md §Running copies)", () => {
+  it("docs/api/webhooks.md §What a receiver gets, §Retries: each event is delivered to a subscription exactly once across copies; a SIGKILL loses none and repeats no recorded success", async () => {
     const p = "/copies";
     const sub = await ws.call("POST", "/webhooks", { url: rx.url(p, "fail"), events: ["contact.created"] });
     expect(sub.status).toBe(201);

@@ -38,8 +38,8 @@ const newContact = async (w: Workspace) => {
   return res.body as { id: string };
 };
 
-describe("webhook subscriptions (API.md §11)", () => {
-  it("API §11: create answers {subscription, secret}; the secret is never shown again", async () => {
+describe("webhook subscriptions (docs/api/webhooks.md)", () => {
+  it("docs/api/webhooks.md §POST /webhooks: create answers {subscription, secret}; the secret is never shown again", async () => {
     const res = await ws.call("POST", "/webhooks", {
       url: rx.url(path("crud")),
       events: ["contact.created", "opportunity.won", "contact.created"],
@@ -65,7 +65,7 @@ describe("webhook subscriptions (API.md §11)", () => {
     expect(JSON.stringify([read.body, list.body])).not.toContain(res.body.secret);
   });
 
-  it("API §11: PATCH changes url, events and description and moves updatedAt; DELETE is 204, then 404", async () => {
+  it("docs/api/webhooks.md §Subscription: PATCH changes url, events and description and moves updatedAt; DELETE is 204, then 404", async () => {
     const { subscription } = await subscribe(ws, rx.url(path("patch")));
     await new Promise((r) => setTimeout(r, 5));
     const patched = await ws.call("PATCH", `/webhooks/${subscription.id}`, {
@@ -84,7 +84,7 @@ describe("webhook subscriptions (API.md §11)", () => {
     expect((await ws.call("DELETE", `/webhooks/${subscription.id}`)).status).toBe(404);
   });
 
-  it("API §1: another workspace's subscription is a 404 on every route", async () => {
+  it("docs/api/conventions.md §Errors: another workspace's subscription is a 404 on every route", async () => {
     const { subscription } = await subscribe(ws, rx.url(path("mine")));
     const other = await newWorkspace();
     for (const [method, suffix, body] of [
@@ -100,7 +100,7 @@ describe("webhook subscriptions (API.md §11)", () => {
     }
   });
 
-  it("SPEC §6: an unknown event type is a 400 that lists the subscribable ones", async () => {
+  it("docs/api/webhooks.md §Subscribable events: an unknown event type is a 400 that lists the subscribable ones", async () => {
     const res = await ws.call("POST", "/webhooks", { url: rx.url(path("x")), events: ["contact.deleted"] });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("validation_failed");
@@ -109,7 +109,7 @@ describe("webhook subscriptions (API.md §11)", () => {
       expect(res.body.error.details[0].message).toContain(e);
   });
 
-  it("API §11: bad bodies are 400 validation_failed naming the field", async () => {
+  it("docs/api/webhooks.md: bad bodies are 400 validation_failed naming the field", async () => {
     for (const [body, field] of [
       [{ url: "not a url", events: ["contact.created"] }, "body.url"],
       [{ url: "ftp://example.com/x", events: ["contact.created"] }, "body.url"],
@@ -124,7 +124,7 @@ describe("webhook subscriptions (API.md §11)", () => {
     }
   });
 
-  it("SPEC §5 rule 5: subscribing needs webhooks.manage plus the read scope of every event (403 missing_scope naming it)", async () => {
+  it("docs/api/webhooks.md §Subscribable events: subscribing needs webhooks.manage plus the read scope of every event (403 missing_scope naming it)", async () => {
     const contactsOnly = await keyFor(ws, ["webhooks.manage", "contacts.read"]);
     const res = await contactsOnly.call("POST", "/webhooks", {
       url: rx.url(path("scope")),
@@ -154,8 +154,8 @@ describe("webhook subscriptions (API.md §11)", () => {
   });
 });
 
-describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
-  it("API §11: each event is POSTed with the documented body and headers, signed with the secret", async () => {
+describe("webhook deliveries (docs/api/webhooks.md §What a receiver gets, §Retries)", () => {
+  it("docs/api/webhooks.md §Signature: each event is POSTed with the documented body and headers, signed with the secret", async () => {
     const p = path("deliver");
     const { subscription, secret } = await subscribe(ws, rx.url(p), ["contact.created", "contact.updated"]);
     const contact = await newContact(ws);
@@ -189,7 +189,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(d.lastAttemptAt).toMatch(/Z$/);
   });
 
-  it("issue 11 §2: one delivery per matching subscription and event; other events are not sent", async () => {
+  it("docs/api/webhooks.md §What a receiver gets: one delivery per matching subscription and event; other events are not sent", async () => {
     const [a, b, c] = [path("fan-a"), path("fan-b"), path("fan-c")];
     await subscribe(ws, rx.url(a), ["contact.created"]);
     await subscribe(ws, rx.url(b), ["contact.created", "contact.updated"]);
@@ -206,7 +206,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(rx.at(a)[0]!.headers["x-funil-delivery"]).not.toBe(rx.at(b)[0]!.headers["x-funil-delivery"]);
   });
 
-  it("SPEC §6 Retry 1-2: a failing receiver is retried on the schedule, 6 attempts, then dead", async () => {
+  it("docs/api/webhooks.md §Retries 1-2: a failing receiver is retried on the schedule, 6 attempts, then dead", async () => {
     const p = path("fail");
     const { subscription, secret } = await subscribe(ws, rx.url(p, "fail"));
     await newContact(ws);
@@ -227,7 +227,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(rx.at(p)).toHaveLength(6);
   });
 
-  it("SPEC §6 Retry 1: a redirect is a failure and is not followed; a later 2xx delivers", async () => {
+  it("docs/api/webhooks.md §Retries 1: a redirect is a failure and is not followed; a later 2xx delivers", async () => {
     const p = path("redirect");
     const { subscription } = await subscribe(ws, rx.url(p, "redirect"));
     await newContact(ws);
@@ -241,7 +241,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(rx.at(`${p}-moved`)).toEqual([]);
   });
 
-  it("SPEC §6 Retry 1: a receiver that hangs fails by timeout and is retried", async () => {
+  it("docs/api/webhooks.md §Retries 1: a receiver that hangs fails by timeout and is retried", async () => {
     const p = path("hang");
     const { subscription } = await subscribe(ws, rx.url(p, "hang"));
     await newContact(ws);
@@ -259,7 +259,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     });
   });
 
-  it("issue 11 §3: a receiver that hangs holds only its own share of the slots: another subscription's deliveries all arrive while it still hangs", async () => {
+  it("docs/api/webhooks.md §Retries: a receiver that hangs holds only its own share of the slots: another subscription's deliveries all arrive while it still hangs", async () => {
     // The test stack has 16 slots, 8 per subscription (tests/setup/stack.ts); 40 events hang at one
     // receiver, enough to take every slot if nothing held it to its share, and go fast to the other.
     const w = await newWorkspace();
@@ -279,7 +279,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(hung.filter((r) => r.at <= lastFast).length).toBeLessThanOrEqual(8);
   });
 
-  it("SPEC §6 Retry 1: a refused connection is a failure", async () => {
+  it("docs/api/webhooks.md §Retries 1: a refused connection is a failure", async () => {
     const { subscription } = await subscribe(ws, "http://127.0.0.1:9/nobody-listens");
     await newContact(ws);
     const [d] = await waitFor(async () => {
@@ -289,7 +289,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(d.lastError).toBe("connection refused");
   });
 
-  it("API §11: after rotate-secret both the new and the old secret sign (two v1 values)", async () => {
+  it("docs/api/webhooks.md §POST /webhooks/{id}/rotate-secret: after rotate-secret both the new and the old secret sign (two v1 values)", async () => {
     const p = path("rotate");
     const { subscription, secret: old } = await subscribe(ws, rx.url(p));
     const rotated = await ws.call("POST", `/webhooks/${subscription.id}/rotate-secret`);
@@ -303,7 +303,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(signedWith(got!, old)).toBe(true);
   });
 
-  it("SPEC §3, §6 rule 4: a key that loses the read scope deactivates the subscription at the next attempt (scope_revoked)", async () => {
+  it("docs/api/webhooks.md §Scope revoked: a key that loses the read scope deactivates the subscription at the next attempt (scope_revoked)", async () => {
     const p = path("revoked");
     const key = await keyFor(ws, ["webhooks.manage", "contacts.read"]);
     const { subscription } = await subscribe(key, rx.url(p));
@@ -326,7 +326,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(await deliveries(ws, subscription.id)).toHaveLength(1);
   });
 
-  it("SPEC §3: a revoked key deactivates its subscriptions (scope_revoked); active: true with a good key reactivates", async () => {
+  it("docs/api/webhooks.md §Scope revoked: a revoked key deactivates its subscriptions (scope_revoked); active: true with a good key reactivates", async () => {
     const p = path("key-revoked");
     const key = await keyFor(ws, ["webhooks.manage", "contacts.read"]);
     const { subscription } = await subscribe(key, rx.url(p));
@@ -342,7 +342,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     await waitFor(async () => (rx.at(p).length >= 1 ? true : undefined));
   });
 
-  it("SPEC §6 Retry 3: failing without a success for the breaker window deactivates (circuit_breaker); pending deliveries end dead", async () => {
+  it("docs/api/webhooks.md §Circuit breaker 3: failing without a success for the breaker window deactivates (circuit_breaker); pending deliveries end dead", async () => {
     const p = path("breaker");
     const { subscription } = await subscribe(ws, rx.url(p, "fail"));
     await newContact(ws);
@@ -372,7 +372,7 @@ describe("webhook deliveries (SPEC.md §6, API.md §11)", () => {
     expect(back.body).toMatchObject({ active: true, disabledReason: null, failingSince: null });
   });
 
-  it("SPEC §4: GET /webhooks/{id}/deliveries gives the 50 most recent, newest first, nextCursor null", async () => {
+  it("docs/api/webhooks.md §GET /webhooks/{id}/deliveries: it gives the 50 most recent, newest first, nextCursor null", async () => {
     const { subscription } = await subscribe(ws, rx.url(path("many")));
     for (let i = 0; i < 52; i++) await newContact(ws);
     // No cursor on this list; `limit` (1..500, as on every list) only keeps the first of the 50.

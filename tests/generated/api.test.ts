@@ -39,7 +39,7 @@ const spareMember = await admin("POST", `/workspaces/${adminWs.id}/members`, {
 });
 const adminPools = { workspaces: [adminWs.id], keys: [spareKey.body.key.id], members: [spareMember.body.id] };
 
-// The learner routes answer only an operator workspace's key with platform.read (SPEC.md §5 rule 3):
+// The learner routes answer only an operator workspace's key with platform.read (docs/api/learners.md (operator workspace and platform.read)):
 // walked with another key, every request would stop at the 403.
 const operator = await newWorkspace({
   name: "Generated platform tests",
@@ -68,7 +68,7 @@ async function exchange(o: Operation, req: Sent): Promise<Answer> {
 describe.each(ops.map((o) => [`${o.method} ${o.path}`, o] as const))("generated: %s", (_, o) => {
   const p = o.admin ? adminPools : pools;
 
-  it("API §1: valid requests get a documented status and body, never a 5xx; a 4xx writes nothing", async () => {
+  it("docs/api/conventions.md §Errors: valid requests get a documented status and body, never a 5xx; a 4xx writes nothing", async () => {
     await fc.assert(
       fc.asyncProperty(validRequest(o, doc, p), async (req) => {
         await exchange(o, req);
@@ -77,7 +77,7 @@ describe.each(ops.map((o) => [`${o.method} ${o.path}`, o] as const))("generated:
     );
   });
 
-  it("API §1: invalid requests (types, limits, NUL, surrogates, nesting, numbers, content types) get a documented 4xx that writes nothing", async () => {
+  it("docs/api/conventions.md §Errors: invalid requests (types, limits, NUL, surrogates, nesting, numbers, content types) get a documented 4xx that writes nothing", async () => {
     await fc.assert(
       fc.asyncProperty(invalidRequest(o, doc, p), async (req) => {
         await exchange(o, req);

@@ -9,8 +9,8 @@ import { type Json, minimalValue } from "./schema-arbitrary.js";
 
 /*
  * The edges of every operation, generated from the OpenAPI document: every list refuses a `limit`
- * outside 1..500 and takes 1 and 500 (issue finding 7), and requests malformed below the routes (what
- * HTTP's parser, the router or the body parser refuse) answer our error body and headers (finding 8).
+ * outside 1..500 and takes 1 and 500 (docs/api/conventions.md §Lists and pagination), and requests malformed below the routes (what
+ * HTTP's parser, the router or the body parser refuse) answer our error body and headers (docs/api/conventions.md §Errors).
  * A route that lands later is walked the same way.
  */
 const doc = await loadDocument();
@@ -47,7 +47,7 @@ describe.each(lists.map((o) => [`${o.method} ${o.path}`, o] as const))("generate
   const call = (limit: string) =>
     send({ method: "GET", path: pathOf(o), query: [...required, ["limit", limit]] }, keyOf(o));
 
-  it("finding 7: every list refuses limit 0, 501, -1, 1e1 and abc with a 400 naming query.limit, and takes 1 and 500", async () => {
+  it("docs/api/conventions.md §Lists and pagination: every list refuses limit 0, 501, -1, 1e1 and abc with a 400 naming query.limit, and takes 1 and 500", async () => {
     for (const limit of ["0", "501", "-1", "1e1", "abc"]) {
       const res = await call(limit);
       expect(res.status, `limit=${limit}: ${res.text}`).toBe(400);
@@ -62,7 +62,7 @@ describe.each(lists.map((o) => [`${o.method} ${o.path}`, o] as const))("generate
   });
 });
 
-it("finding 7: the generator found the lists, short ones included", () => {
+it("docs/api/conventions.md §Lists and pagination: the generator found the lists, short ones included", () => {
   const names = lists.map((o) => o.path);
   for (const path of [
     "/api/v1/contacts",
@@ -160,7 +160,7 @@ const isError = (v: Json) =>
   Object.keys(v.error).every((k) => ["code", "message", "details"].includes(k)) &&
   Object.keys(v).length === 1;
 
-it("finding 8: requests malformed below the routes answer a documented 4xx with our error body, an x-request-id, and x-ratelimit-* only where documented", async () => {
+it("docs/api/conventions.md §Errors: requests malformed below the routes answer a documented 4xx with our error body, an x-request-id, and x-ratelimit-* only where documented", async () => {
   await fc.assert(
     fc.asyncProperty(cases, async ([index, malform]) => {
       const o = ops[index]!;

@@ -4,7 +4,7 @@ import { populatedWorkspace } from "./populate.js";
 import { type Json, minimalValue, type Pools, poolOf, resolve } from "./schema-arbitrary.js";
 
 /*
- * Tenant isolation, generated from the OpenAPI document (SPEC §5, API §1 not_found): with workspace A's
+ * Tenant isolation, generated from the OpenAPI document (docs/api/conventions.md §Authentication and API keys, §Errors): with workspace A's
  * key, every id of workspace B — in a path, a filter, a body reference or a cursor — answers exactly as an
  * id that never existed, and B is unchanged afterwards. A body field that names a resource (…Id, …UserId,
  * …Ids) with B's id is a 4xx that writes nothing in A either. A route that lands later is walked the
@@ -138,7 +138,7 @@ const probed = ops.filter((o) => probes(o).length > 0);
 
 describe.each(probed.map((o) => [`${o.method} ${o.path}`, o] as const))("generated isolation: %s", (_, o) => {
   const list = probes(o);
-  it("SPEC §5 / API §1: another workspace's ids answer as ids that never existed, and leave it unchanged", async () => {
+  it("docs/api/conventions.md §Authentication and API keys, §Errors: another workspace's ids answer as ids that never existed, and leave it unchanged", async () => {
     const before = { rows: await fingerprint.of(b.ws.id), reads: await snapshotOfB() };
     const rowsOfA = await fingerprint.of(a.ws.id);
     const refused: Array<[Probe, { status: number; json?: Json }]> = [];
@@ -153,7 +153,7 @@ describe.each(probed.map((o) => [`${o.method} ${o.path}`, o] as const))("generat
         expect(theirs.json?.error?.code, what).toBe(missing.json?.error?.code);
         if (theirs.status === 200 && Array.isArray(theirs.json?.data))
           expect(theirs.json.data, what).toEqual(missing.json?.data);
-        // Issue finding 3: a body reference to B is refused, never kept in A.
+        // docs/api/conventions.md §Identifiers: a body reference to B is refused, never kept in A.
         if (probe.own) {
           expect(theirs.status, what).toBeGreaterThanOrEqual(400);
           expect(theirs.status, what).toBeLessThan(500);
@@ -176,7 +176,7 @@ describe.each(probed.map((o) => [`${o.method} ${o.path}`, o] as const))("generat
   });
 });
 
-it("issue finding 3: every body field that names a resource is probed with B's ids (none left without a pool)", () => {
+it("docs/api/conventions.md §Identifiers: every body field that names a resource is probed with B's ids (none left without a pool)", () => {
   expect([...unprobed]).toEqual([]);
   const names = probed.flatMap((o) =>
     probes(o)
@@ -195,7 +195,7 @@ it("issue finding 3: every body field that names a resource is probed with B's i
     expect(names).toContain(field);
 });
 
-it("SPEC §5: every operation that takes an id is probed (the generator found them)", () => {
+it("docs/api/conventions.md §Authentication and API keys: every operation that takes an id is probed (the generator found them)", () => {
   const names = probed.map((o) => `${o.method} ${o.path}`);
   for (const route of [
     "GET /api/v1/contacts/{id}",

@@ -126,7 +126,7 @@ describe.each(bodyOps.map((o) => [`${o.method} ${o.path}`, o] as const))("kept a
   const props = stringProps(o);
   const free = props.filter(([name, s]) => isFreeText(name, s));
 
-  it("issue finding 4: every string field refuses a lone surrogate and invalid UTF-8, with a 400 naming it", async () => {
+  it("docs/api/conventions.md §Text is kept as sent: every string field refuses a lone surrogate and invalid UTF-8, with a 400 naming it", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...props.map(([name]) => name)),
@@ -163,7 +163,7 @@ describe.each(bodyOps.map((o) => [`${o.method} ${o.path}`, o] as const))("kept a
 
   // Operations without free text, or whose text is set once and kept (SET_ONCE), have no such test.
   if (free.length > 0 && !SET_ONCE.has(`${o.method} ${o.path}`))
-    it("issue finding 4: every free-text field keeps any Unicode text as sent (astral, combining, RTL)", async () => {
+    it("docs/api/conventions.md §Text is kept as sent: every free-text field keeps any Unicode text as sent (astral, combining, RTL)", async () => {
       const first = await call(o, JSON.stringify({ ...baseBody(o), [free[0]![0]]: "plain" }));
       // An operation whose smallest body needs more than the document says (a free slot) is left out here.
       if (first.status >= 400) return;
@@ -245,7 +245,7 @@ const timestampFields = operations(doc)
 describe.each(timestampFields.map((f) => [`${f.o.method} ${f.o.path} ${f.where}.${f.name}`, f] as const))(
   "timestamps: %s",
   (_, { o, where, name }) => {
-    it("issue finding 2: a timestamp on a day that does not exist is a 400 naming it", async () => {
+    it("docs/api/conventions.md §Timestamps: a timestamp on a day that does not exist is a 400 naming it", async () => {
       await fc.assert(
         fc.asyncProperty(
           impossibleDay,
@@ -334,7 +334,7 @@ describe.each([
     () => ({ title: "Kept", contactId: pools.contacts![0], pipelineId: pools.pipelines![0] }),
   ],
 ] as const)("customFields of %s", (_, path, base) => {
-  it("issue finding 1: any customFields valid for the definitions round-trips byte for byte (create, read, PATCH)", async () => {
+  it("docs/api/conventions.md §Text is kept as sent: any customFields valid for the definitions round-trips byte for byte (create, read, PATCH)", async () => {
     await fc.assert(
       fc.asyncProperty(customFields, customFields, fc.nat(), async (first, second, drop) => {
         const made = await ws.call("POST", path, { ...base(), customFields: first });

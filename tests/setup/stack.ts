@@ -34,13 +34,13 @@ export default async function setup(project: TestProject) {
     RATE_LIMIT_MAX: "100000",
     WEBHOOK_ALLOW_HTTP: "true",
     WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-    // The webhook schedules in milliseconds (API.md §13), so the tests wait them out: retries after
+    // The webhook schedules in milliseconds (docs/operations.md §Configuration), so the tests wait them out: retries after
     // 0.2-1 s (dead after ~3 s), the breaker after 6 s of failing, a receiver that hangs for 1.5 s.
     WEBHOOK_RETRY_SCHEDULE_MS: "200,400,600,800,1000",
     WEBHOOK_BREAKER_WINDOW_MS: "6000",
     WEBHOOK_TIMEOUT_MS: "1500",
     // Few slots, so that a receiver that hangs could take them all if nothing held it to its share
-    // (tests/e2e/webhooks.test.ts, issue 11 §3).
+    // (tests/e2e/webhooks.test.ts).
     WEBHOOK_MAX_IN_FLIGHT: "16",
     WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: "8",
   });

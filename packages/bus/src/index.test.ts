@@ -15,7 +15,7 @@ afterAll(async () => {
   await nc?.close();
 });
 
-describe("JetStream helpers (DESIGN: one place for streams and consumers)", () => {
+describe("JetStream helpers (docs/architecture.md §The shape: one place for streams and consumers)", () => {
   it("streams follow the FUNIL_ENV naming, with file storage; ensureStreams is idempotent", async () => {
     await ensureStreams(nc, names, ["EVENTS"]);
     const info = await (await jetstreamManager(nc)).streams.info(names.stream("EVENTS"));
@@ -87,7 +87,7 @@ describe("JetStream helpers (DESIGN: one place for streams and consumers)", () =
       await publish(names.subject("events.work.item"), new TextEncoder().encode(id), `w-${id}-${Date.now()}`);
     const deadline = Date.now() + 10_000;
     while (seen.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    // What /metrics shows of the consumer (issue 13 §4): the redelivery, the lag, nothing left pending.
+    // What /metrics shows of the consumer (docs/operations.md §Metrics): the redelivery, the lag, nothing left pending.
     // JetStream applies the last ack a moment after the handler sent it: asked at once, its counter can
     // still hold that message (seen once in a full run), so the stats are read until it has caught up.
     let stats = await worker.stats();

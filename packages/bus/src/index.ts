@@ -16,7 +16,7 @@ interface Naming {
 }
 
 /**
- * Every stream of the system, defined once (DESIGN.md §Shape). File storage
+ * Every stream of the system, defined once (docs/architecture.md §The shape). File storage
  * everywhere; a two-minute duplicate window drops republished outbox rows.
  */
 export const STREAMS = {

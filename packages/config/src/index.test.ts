@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { baseEnv, ConfigError, loadConfig, naming, port, rpcUrl } from "./index.js";
 
-describe("configuration (DESIGN: parsed once with zod; a bad value names the variable)", () => {
+describe("configuration (docs/operations.md §Configuration: parsed once with zod; a bad value names the variable)", () => {
   const schema = baseEnv.extend({ CRM_PORT: port.default(7001) });
 
-  it("applies the defaults of API §13", () => {
+  it("applies the defaults of docs/operations.md §Configuration", () => {
     const c = loadConfig(schema, {});
     expect(c).toMatchObject({
       DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
@@ -24,7 +24,7 @@ describe("configuration (DESIGN: parsed once with zod; a bad value names the var
       expect(() => loadConfig(schema, { NATS_STREAM_REPLICAS: bad })).toThrow(/NATS_STREAM_REPLICAS/);
   });
 
-  it("API §13 FUNIL_ENV: databases funil_<env>_<service>, streams <ENV>_<NAME>, subjects prefixed <env>.", () => {
+  it("docs/operations.md §Configuration FUNIL_ENV: databases funil_<env>_<service>, streams <ENV>_<NAME>, subjects prefixed <env>.", () => {
     expect(naming("test")).toMatchObject({});
     const n = naming("test");
     expect(n.database("crm")).toBe("funil_test_crm");
@@ -38,7 +38,7 @@ describe("configuration (DESIGN: parsed once with zod; a bad value names the var
     ]);
   });
 
-  it("issue finding 6 CURSOR_KEYS: a comma-separated list of keys of 16 characters or more, unset when empty", () => {
+  it("docs/operations.md §Configuration, CURSOR_KEYS: a comma-separated list of keys of 16 characters or more, unset when empty", () => {
     const a = "a".repeat(16);
     const b = "b".repeat(32);
     expect(loadConfig(schema, { CURSOR_KEYS: ` ${a} , ${b} ` }).CURSOR_KEYS).toEqual([a, b]);

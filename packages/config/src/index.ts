@@ -3,7 +3,7 @@ import { z } from "zod";
 
 export { z };
 
-/** Settings every process shares (API.md §13). */
+/** Settings every process shares (docs/operations.md §Configuration). */
 export const baseEnv = z.object({
   FUNIL_ENV: z
     .string()

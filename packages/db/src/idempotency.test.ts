@@ -31,8 +31,8 @@ const insert = (note: string) => async (tx: Parameters<Parameters<typeof withIde
 };
 const count = async (note: string) => (await sql`select 1 from things where note = ${note}`).length;
 
-describe("withIdempotency (API §9)", () => {
-  it("API §9: the first request runs; a repeat replays the stored response", async () => {
+describe("withIdempotency (docs/api/conventions.md §Idempotency-Key)", () => {
+  it("docs/api/conventions.md §Idempotency-Key: the first request runs; a repeat replays the stored response", async () => {
     const r = req();
     const first = await withIdempotency(sql, r, opts(), insert(r.key));
     expect(first).toMatchObject({ replayed: false });
@@ -41,7 +41,7 @@ describe("withIdempotency (API §9)", () => {
     expect(await count(r.key)).toBe(1);
   });
 
-  it("API §9: another fingerprint under the same key → idempotency_key_reused", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: another fingerprint under the same key → idempotency_key_reused", async () => {
     const r = req("a");
     await withIdempotency(sql, r, opts(), insert(r.key));
     await expect(
@@ -51,7 +51,7 @@ describe("withIdempotency (API §9)", () => {
     });
   });
 
-  it("API §9: while the first is in flight, a repeat is idempotency_key_in_use at once (no waiting)", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: while the first is in flight, a repeat is idempotency_key_in_use at once (no waiting)", async () => {
     const r = req();
     let release = () => {};
     const gate = new Promise<void>((resolve) => {
@@ -77,7 +77,7 @@ describe("withIdempotency (API §9)", () => {
     expect(await count(r.key)).toBe(1);
   });
 
-  it("API §9: a remembered failure (a 4xx) rolls the work back, is stored, and is thrown again, marked replayed", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: a remembered failure (a 4xx) rolls the work back, is stored, and is thrown again, marked replayed", async () => {
     const r = req();
     const failing = async (tx: Parameters<ReturnType<typeof insert>>[0]) => {
       await insert(r.key)(tx);
@@ -97,7 +97,7 @@ describe("withIdempotency (API §9)", () => {
     expect(await count(r.key)).toBe(0);
   });
 
-  it("API §9: a failure that is not remembered (5xx, validation_failed) keeps nothing: the retry runs", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: a failure that is not remembered (5xx, validation_failed) keeps nothing: the retry runs", async () => {
     for (const failure of [
       new Error("boom"),
       fail("unavailable", "down"),
@@ -115,7 +115,7 @@ describe("withIdempotency (API §9)", () => {
     }
   });
 
-  it("API §9: after the 24 h retention the key is free again; the cleanup deletes expired keys", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: after the 24 h retention the key is free again; the cleanup deletes expired keys", async () => {
     const r = req("old");
     const then = new Date(Date.now() - 25 * 3600_000);
     await withIdempotency(sql, r, opts(then), insert(r.key));
@@ -129,7 +129,7 @@ describe("withIdempotency (API §9)", () => {
     expect(left!.n).toBe(0);
   });
 
-  it("API §9: ten concurrent first requests run the work once", async () => {
+  it("docs/api/conventions.md §Idempotency-Key: ten concurrent first requests run the work once", async () => {
     const r = req();
     const results = await Promise.allSettled(
       Array.from({ length: 10 }, () => withIdempotency(sql, r, opts(), insert(r.key))),
@@ -141,7 +141,7 @@ describe("withIdempotency (API §9)", () => {
 });
 
 describe("request fingerprint", () => {
-  it("API §9: canonical JSON sorts keys at every depth; the operation and the body both count", () => {
+  it("docs/api/conventions.md §Idempotency-Key: canonical JSON sorts keys at every depth; the operation and the body both count", () => {
     expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } })).toBe(
       '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
     );

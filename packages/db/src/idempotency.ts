@@ -3,7 +3,7 @@ import { DomainError, type ErrorCode, type ErrorDetail, fail } from "@funil/erro
 import { isUniqueViolation, type Sql, type TransactionSql } from "./client.js";
 
 /**
- * Idempotency-Key (API.md §9), shared by every service that creates things
+ * Idempotency-Key (docs/api/conventions.md §Idempotency-Key), shared by every service that creates things
  * under a key (crm deals, scheduling appointments). The key row lives in the
  * owning service's database (table idempotency_keys, core migration), and is
  * claimed in the same transaction as the work it guards: either both commit
@@ -30,7 +30,7 @@ export type IdempotentResult<T> = { replayed: false; value: T } | { replayed: tr
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Which failures a key remembers (API.md §9): every 4xx but 400
+ * Which failures a key remembers (docs/api/conventions.md §Idempotency-Key): every 4xx but 400
  * validation_failed (nothing was attempted) and 409 idempotency_key_in_use;
  * a 5xx, or any error that is not a domain error, is not remembered, so the
  * request can be retried.

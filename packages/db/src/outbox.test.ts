@@ -36,7 +36,7 @@ async function streamMessages() {
 }
 const subjectOf = (type: string) => names.subject(`events.${type}`);
 
-describe("transactional outbox (API §12)", () => {
+describe("transactional outbox (docs/api/events.md §Guarantees)", () => {
   it("an event leaves the service if and only if its transaction commits", async () => {
     const committed = await sql.begin((tx) =>
       writeEvent(tx, subjectOf, {

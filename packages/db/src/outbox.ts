@@ -2,7 +2,7 @@ import { activeTraceparent } from "@funil/telemetry";
 import { postgres, type Sql, type TransactionSql } from "./client.js";
 import { newId } from "./ids.js";
 
-/** The envelope of every domain event (API.md §12). */
+/** The envelope of every domain event (docs/api/events.md §Stream, subjects, envelope). */
 export interface EventEnvelope<T = unknown> {
   id: string;
   type: string;

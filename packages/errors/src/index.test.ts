@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DomainError, ERROR_CODES, invalid, Problems } from "./index.js";
 
-describe("domain errors (API §1)", () => {
+describe("domain errors (docs/api/conventions.md §Errors)", () => {
   it("every code answers with its documented status", () => {
     expect(new DomainError("slot_taken", "x").status).toBe(409);
     expect(new DomainError("daily_cap_reached", "x").status).toBe(422);

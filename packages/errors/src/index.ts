@@ -1,5 +1,5 @@
 /**
- * The failures of API.md §1 as domain values. Stores and domain code throw a
+ * The failures of docs/api/conventions.md §Errors as domain values. Stores and domain code throw a
  * DomainError with a stable code; only the transport turns it into something
  * else (packages/rpc: a ConnectError; the gateway: an HTTP answer), so no rule
  * of the domain depends on how it is called.
@@ -37,7 +37,7 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 
 export class DomainError extends Error {
   override readonly name = "DomainError";
-  /** A remembered failure answered again under the same Idempotency-Key (API.md §9). */
+  /** A remembered failure answered again under the same Idempotency-Key (docs/api/conventions.md §Idempotency-Key). */
   replayed = false;
   constructor(
     readonly code: ErrorCode,

@@ -24,7 +24,7 @@ const call = fc.record({
 });
 const result = fc.record({ status: fc.nat({ max: 599 }), body: bytes, headers });
 
-describe("batch envelope codec (issue 7: the envelope without reflection)", () => {
+describe("batch envelope codec (the envelope without reflection)", () => {
   it("encodeBatchRequest reads back through the generated CallRequest, and decodeBatchRequest reads what it writes", () => {
     fc.assert(
       fc.property(fc.array(call, { maxLength: 8 }), (calls) => {

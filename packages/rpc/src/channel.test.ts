@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { answerFrame, FrameReader, MAX_FRAME, nextFrameId, requestFrame } from "./channel.js";
 
-describe("batch channel frames (issue 7: the batches of a connection on one stream)", () => {
+describe("batch channel frames (the batches of a connection on one stream)", () => {
   it("reads back every frame written, whatever the chunk boundaries", () => {
     fc.assert(
       fc.property(

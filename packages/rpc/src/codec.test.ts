@@ -114,7 +114,7 @@ function fieldValue(f: DescField, depth: number): fc.Arbitrary<unknown> {
   }
 }
 
-describe("generated protobuf codec (issue 7: the messages of a call without reflection)", () => {
+describe("generated protobuf codec (the messages of a call without reflection)", () => {
   it("takes every message type of the contracts (none left to protobuf-es)", () => {
     expect(schemas.length).toBeGreaterThan(100);
     expect(schemas.filter((s) => unsupported(s)).map((s) => `${s.typeName}: ${unsupported(s)}`)).toEqual([]);
@@ -266,7 +266,7 @@ function reflectedApiJson(schema: DescMessage, message: unknown): Record<string,
   return out;
 }
 
-describe("toApiJson, generated per message type (issue 7)", () => {
+describe("toApiJson, generated per message type", () => {
   it("gives what walking the descriptor gave, key order included, for any message of any contract type", () => {
     for (const schema of schemas)
       fc.assert(

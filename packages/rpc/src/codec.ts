@@ -14,7 +14,7 @@ import {
  * descriptor, doing what protobuf-es's toBinary and fromBinary do with the
  * same bytes and the same message objects, without their reflection.
  *
- * Why (issue 7, bench/RESULTS.md): reflection cost ~10 µs per contact on each
+ * Why (bench/RESULTS.md): reflection cost ~10 µs per contact on each
  * side of a call (a descriptor walk, a reflect wrapper and a Map lookup per
  * field, a chunk array per nested message), a third of crm's CPU on a list of
  * 50 and a fifth of the gateway's. Generated code reads and writes each field

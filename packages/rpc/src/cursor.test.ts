@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { decodeCursor, encodeCursor, useCursorKeys } from "./cursor.js";
 import { describeError } from "./errors.js";
 
-describe("keyset cursors (API §4)", () => {
+describe("keyset cursors (docs/api/conventions.md §Lists and pagination)", () => {
   const filters = { status: "active", tag: "vip" };
 
   it("round-trips the position of the last item", () => {
@@ -53,7 +53,7 @@ describe("keyset cursors (API §4)", () => {
   });
 });
 
-describe("issue finding 6: cursors are signed, so a forged position is invalid_cursor", () => {
+describe("docs/api/conventions.md §Lists and pagination: cursors are signed, so a forged position is invalid_cursor", () => {
   const filters = { workspaceId: "ws_1" };
   const shape: Array<"timestamp" | "string"> = ["timestamp", "string"];
   const oldKey = "old-key-0123456789abcdef";
@@ -117,7 +117,7 @@ describe("issue finding 6: cursors are signed, so a forged position is invalid_c
   });
 });
 
-describe("error mapping (API §1)", () => {
+describe("error mapping (docs/api/conventions.md §Errors)", () => {
   it("an unknown error is a bare 500 that says nothing about its cause", () => {
     expect(describeError(new Error("relation contacts does not exist at 10.0.0.3"))).toEqual({
       code: "internal",

@@ -3,7 +3,7 @@ import { fail } from "@funil/errors";
 import { parseTimestamp } from "@funil/schemas";
 
 /**
- * Opaque keyset cursors (API.md §4). A cursor names the list it belongs to
+ * Opaque keyset cursors (docs/api/conventions.md §Lists and pagination). A cursor names the list it belongs to
  * and a digest of the filters it was issued with; any other use is
  * `invalid_cursor`. Its position is the sort key of the last item returned.
  * It is signed (HMAC-SHA-256 with the first of CURSOR_KEYS, truncated to 128 bits): a position a
@@ -102,7 +102,7 @@ export function decodeCursor(
 }
 
 /**
- * One keyset page (API.md §4): checks the limit (0 = the list's default,
+ * One keyset page (docs/api/conventions.md §Lists and pagination): checks the limit (0 = the list's default,
  * else 1..500), turns the cursor into the position to read after, asks
  * `fetch` for one row more than the page, and issues the next cursor from the
  * page's last row when that extra row exists.

@@ -32,7 +32,7 @@ const GRPC_CODES: Record<ErrorCode, Code> = {
 
 const CODE_HEADER = "funil-error-code";
 const DETAILS_HEADER = "funil-error-details";
-/** Set on an answer given again under the same Idempotency-Key (API.md §9). */
+/** Set on an answer given again under the same Idempotency-Key (docs/api/conventions.md §Idempotency-Key). */
 export const REPLAYED_HEADER = "funil-idempotent-replayed";
 
 /** The ConnectError a DomainError becomes at the service's edge. */
@@ -93,7 +93,7 @@ export function isUnavailable(err: unknown): boolean {
   return cause !== undefined && cause !== err && isUnavailable(cause);
 }
 
-/** Seconds a client is asked to wait before retrying after a 503 (API.md §1). */
+/** Seconds a client is asked to wait before retrying after a 503 (docs/api/conventions.md §Outages and retries). */
 export const UNAVAILABLE_RETRY_AFTER_S = 1;
 
 export interface DescribedError {

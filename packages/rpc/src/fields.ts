@@ -68,7 +68,7 @@ function toProto(field: DescField, value: unknown): unknown {
 /**
  * A JSON body as a proto message: a value sets the field, an explicit null
  * names it in the message's `clear` list (a PATCH), an absent key leaves it
- * untouched (SPEC.md §4 PATCH). Keys the message lacks are ignored: the
+ * untouched (docs/api/contacts.md §PATCH /contacts/{id}). Keys the message lacks are ignored: the
  * gateway's schema has refused them already.
  */
 export function messageOf<D extends DescMessage>(schema: D, body: Record<string, unknown>): MessageShape<D> {

@@ -43,7 +43,7 @@ afterAll(async () => {
 
 const client = () => rpcClient(ContactService, `http://127.0.0.1:${server.port}`, 200);
 
-describe("service client (issue 2: deadline, retries on unavailable)", () => {
+describe("service client (deadline, retries on unavailable)", () => {
   it("retries a read (NO_SIDE_EFFECTS) that met an unavailable service", async () => {
     calls.list = 0;
     failures = 2;
@@ -86,7 +86,7 @@ describe("service client (issue 2: deadline, retries on unavailable)", () => {
   });
 });
 
-describe("API §1 unavailable: every way a service can fail mid-request is a 503, never a 500", () => {
+describe("docs/api/conventions.md §Outages and retries (503 unavailable): every way a service can fail mid-request is a 503, never a 500", () => {
   /** An HTTP/2 server that accepts the call, then fails the way a dying process does. */
   async function dyingServer(fail: (stream: http2.ServerHttp2Stream, socket: Socket) => void) {
     const srv = http2.createServer();
@@ -162,7 +162,7 @@ describe("API §1 unavailable: every way a service can fail mid-request is a 503
   });
 });
 
-describe("wireOf (issue 14: each write encoded once)", () => {
+describe("wireOf (docs/architecture.md §Style: each write encoded once)", () => {
   it("a written record is turned into its message once, shared by its JSON and the reply", () => {
     let calls = 0;
     const wire = wireOf(UtmSchema, (r: { source: string }) => {

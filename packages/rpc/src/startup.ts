@@ -31,7 +31,7 @@ export interface Infra {
   names: Naming;
   sql: Sql;
   nc: NatsConnection;
-  /** Writes a domain event in the change's transaction (the outbox, API.md §12). */
+  /** Writes a domain event in the change's transaction (the outbox, docs/api/events.md §Guarantees). */
   emit(
     tx: TransactionSql,
     event: { type: string; workspaceId: string; occurredAt: Date; data: unknown },
@@ -68,7 +68,7 @@ export interface Wired {
 }
 
 /**
- * The start of every service (DESIGN.md "A service, room by room"): its
+ * The start of every service (docs/architecture.md §A service, room by room): its
  * database created and migrated, the bus and its streams, the outbox relay,
  * the Idempotency-Key sweep, the HealthService (/readyz, /metrics), then `wire` builds the service's stores and
  * handlers on top, and its Connect server listens. stop() undoes it all in
@@ -111,7 +111,7 @@ export async function startService(opts: {
     },
   };
   const wired = await opts.wire(infra);
-  // Idempotency keys are remembered 24 h (API.md §9); older rows are swept here.
+  // Idempotency keys are remembered 24 h (docs/api/conventions.md §Idempotency-Key); older rows are swept here.
   const idempotencyCleanup = startIdempotencyCleanup({
     sql,
     now: () => clock.now(),

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeUtf8 } from "./text-encoding.js";
 
-describe("protobuf strings through Buffer.from (issue 7)", () => {
+describe("protobuf strings through Buffer.from", () => {
   it("writes the bytes TextEncoder writes, for any string (unicode, lone surrogates, NUL)", () => {
     const te = new TextEncoder();
     fc.assert(

@@ -53,7 +53,7 @@ afterAll(async () => {
 
 const url = () => `http://127.0.0.1:${server.port}`;
 
-describe("lean Connect unary path (issue 7: per-call allocations)", () => {
+describe("lean Connect unary path (per-call allocations)", () => {
   it("answers the services' client exactly as connect-node answers gRPC and Connect JSON", async () => {
     const lean = await rpcClient(ContactService, url()).getContact({ workspaceId: "ws", id: "ct_1" });
     const grpc = await createClient(ContactService, createGrpcTransport({ baseUrl: url() })).getContact({
@@ -117,7 +117,7 @@ describe("lean Connect unary path (issue 7: per-call allocations)", () => {
   });
 });
 
-describe("calls made in one turn share one stream (BatchService, issue 7)", () => {
+describe("calls made in one turn share one stream (BatchService)", () => {
   const batchOf = async <T>(calls: () => Promise<T>[]) => {
     const before = { ...rpcClientStats };
     const results = await Promise.allSettled(calls());

@@ -10,7 +10,7 @@ const clean = (s: string) =>
 /** A lone surrogate, high or low. */
 const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code));
 
-describe("text is kept as sent (issue finding 4)", () => {
+describe("text is kept as sent (docs/api/conventions.md §Text is kept as sent)", () => {
   it("every string of Unicode scalar values passes, astral, combining and right-to-left ones included", () => {
     const samples = ["😀", "e\u0301", "مرحبا", "שלום", "\u202Eabc", "𝔘𝔫𝔦", "\uFFFD", "\uFEFF", "\u{10FFFF}"];
     for (const s of samples) expect(badTextIn({ company: s, [s]: [s] })).toBeUndefined();

@@ -83,7 +83,7 @@ export function check<S extends z.ZodType>(schema: S, value: unknown, where: Par
   throw invalid(problemsOf(result.error, where), where);
 }
 
-/** ISO-8601 with an offset (API.md §1); anything else is a 400. */
+/** ISO-8601 with an offset (docs/api/conventions.md §Timestamps); anything else is a 400. */
 export const timestamp = z.iso
   .datetime({ offset: true, message: "must be an ISO-8601 timestamp with offset" })
   .refine((v) => parseTimestamp(v) !== undefined, "must be a timestamp between the years 1 and 9999");

@@ -81,7 +81,7 @@ export const patchDealBody = z
   })
   .meta({ id: "OpportunityPatch" });
 
-/** API.md §9: 1 to 255 visible ASCII characters. */
+/** docs/api/conventions.md §Idempotency-Key: 1 to 255 visible ASCII characters. */
 export const idempotencyKey = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, "Idempotency-Key: 1 to 255 visible ASCII characters");

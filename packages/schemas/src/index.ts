@@ -1,4 +1,4 @@
-// The public API's request rules, declared once (DESIGN.md: each field rule has one owner): the gateway
+// The public API's request rules, declared once (docs/architecture.md §Style: each field rule has one owner): the gateway
 // validates HTTP requests and writes the OpenAPI document from them, the service that owns the data
 // applies the same schemas to its gRPC requests.
 export { z } from "zod";

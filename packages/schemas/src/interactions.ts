@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { cursor, limit, timestamp } from "./common.js";
 
-/** SPEC.md §2 Interaction: the channels a client may filter on, and the actors. */
+/** docs/api/interactions.md §Interaction: the channels a client may filter on, and the actors. */
 export const interactionChannels = [
   "whatsapp",
   "instagram",
@@ -19,7 +19,7 @@ export const interactionActor = z.enum(interactionActors, {
   message: `actor is one of ${interactionActors.join(", ")}`,
 });
 
-/** An id filter of GET /interactions: 1 to 80 characters (SPEC.md §8). */
+/** An id filter of GET /interactions: 1 to 80 characters (docs/api/conventions.md §Limits). */
 const filterId = z.string().min(1, "must not be empty").max(80, "at most 80 characters");
 
 /** A comma-separated list of known channels, 1 to 120 characters. */

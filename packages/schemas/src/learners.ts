@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { cursor, limit, timestamp } from "./common.js";
 
-/** GET /platform/users (SPEC.md §4 Learner usage). */
+/** GET /platform/users (docs/api/learners.md §GET /platform/users). */
 export const listLearnersQuery = z.strictObject({
   q: z.string().min(1).max(200).optional(),
   activeSince: timestamp.optional(),
@@ -10,7 +10,7 @@ export const listLearnersQuery = z.strictObject({
   limit: limit(50),
 });
 
-/** GET /platform/users/{id}: `days` 1..365, default 30 (API.md §10). */
+/** GET /platform/users/{id}: `days` 1..365, default 30 (docs/api/learners.md §GET /platform/users/{id}). */
 export const learnerQuery = z.strictObject({
   days: z.coerce
     .number({ message: "days must be an integer" })

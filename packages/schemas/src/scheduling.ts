@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { cursor, limit, opt, ref, text, timestamp, title } from "./common.js";
 
-/** A calendar's key: what GET /calendars shows and GET /appointments filters on (SPEC.md §8: 1 to 80). */
+/** A calendar's key: what GET /calendars shows and GET /appointments filters on (docs/api/conventions.md §Limits: 1 to 80). */
 export const calendarKey = z.string().min(1, "must not be empty").max(80, "at most 80 characters");
 
 /** An IANA zone the runtime knows (America/Sao_Paulo); offsets and abbreviations are refused. */

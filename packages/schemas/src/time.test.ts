@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isoString, parseTimestamp } from "./time.js";
 
-describe("timestamp arguments (API §1: an unparsable timestamp is a 400, never a 500)", () => {
+describe("timestamp arguments (docs/api/conventions.md §Timestamps: an unparsable timestamp is a 400, never a 500)", () => {
   it("accepts ISO-8601 with an offset, from year 1 to 9999", () => {
     expect(parseTimestamp("2026-11-22T10:00:00.000Z")?.toISOString()).toBe("2026-11-22T10:00:00.000Z");
     expect(parseTimestamp("2026-11-22T07:00:00-03:00")?.toISOString()).toBe("2026-11-22T10:00:00.000Z");

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { text } from "./common.js";
 
-/** The subscribable events and the read scope each needs besides webhooks.manage (SPEC.md §6). */
+/** The subscribable events and the read scope each needs besides webhooks.manage (docs/api/webhooks.md §Subscribable events). */
 export const WEBHOOK_EVENTS = {
   "contact.created": "contacts.read",
   "contact.updated": "contacts.read",
@@ -25,7 +25,7 @@ export const disabledReason = z.enum(["scope_revoked", "circuit_breaker"]);
 
 /**
  * An absolute http(s) URL. Whether http is allowed and where the host may
- * point (API.md §11: no loopback, private, link-local or metadata address)
+ * point (docs/api/webhooks.md §Subscription: no loopback, private, link-local or metadata address)
  * is the webhooks service's judgement: it depends on its settings and on DNS.
  */
 export const webhookUrl = text(2048)

@@ -19,14 +19,14 @@ const reason = (fn: () => unknown) => {
   }
 };
 
-describe("verifyWebhookSignature (SPEC.md §6 Signature)", () => {
-  it("SPEC §6 Signature 1-3: accepts HMAC-SHA256 of <t>.<raw body> under the secret", () => {
+describe("verifyWebhookSignature (docs/api/webhooks.md §Signature)", () => {
+  it("docs/api/webhooks.md §Signature 1-3: accepts HMAC-SHA256 of <t>.<raw body> under the secret", () => {
     const header = `t=${t},v1=${hmac(secret, t, body)}`;
     expect(verifyWebhookSignature(body, header, secret, { now })).toEqual({ timestamp: t });
     expect(verifyWebhookSignature(Buffer.from(body), header, secret, { now })).toEqual({ timestamp: t });
   });
 
-  it("SPEC §6 Signature 4: the raw bytes count; reformatted JSON does not verify", () => {
+  it("docs/api/webhooks.md §Signature 4: the raw bytes count; reformatted JSON does not verify", () => {
     const header = `t=${t},v1=${hmac(secret, t, body)}`;
     const reformatted = JSON.stringify(JSON.parse(body), null, 2);
     expect(reason(() => verifyWebhookSignature(reformatted, header, secret, { now }))).toBe(
@@ -34,7 +34,7 @@ describe("verifyWebhookSignature (SPEC.md §6 Signature)", () => {
     );
   });
 
-  it("SPEC §6 Signature 5: a wrong secret or a tampered signature is rejected", () => {
+  it("docs/api/webhooks.md §Signature 5: a wrong secret or a tampered signature is rejected", () => {
     const good = hmac(secret, t, body);
     expect(reason(() => verifyWebhookSignature(body, `t=${t},v1=${good}`, "whsec_other", { now }))).toBe(
       "signature_mismatch",
@@ -49,7 +49,7 @@ describe("verifyWebhookSignature (SPEC.md §6 Signature)", () => {
     );
   });
 
-  it("SPEC §6 Signature 6: a timestamp further than the tolerance (default 300 s) is rejected", () => {
+  it("docs/api/webhooks.md §Signature 6: a timestamp further than the tolerance (default 300 s) is rejected", () => {
     const at = (ts: number) => `t=${ts},v1=${hmac(secret, ts, body)}`;
     expect(reason(() => verifyWebhookSignature(body, at(t - 300), secret, { now }))).toBe("ok");
     expect(reason(() => verifyWebhookSignature(body, at(t - 301), secret, { now }))).toBe(
@@ -63,7 +63,7 @@ describe("verifyWebhookSignature (SPEC.md §6 Signature)", () => {
     );
   });
 
-  it("API §11 rotate-secret: any of several v1 values may match (old and new secret)", () => {
+  it("docs/api/webhooks.md §POST /webhooks/{id}/rotate-secret: any of several v1 values may match (old and new secret)", () => {
     const header = `t=${t},v1=${hmac("whsec_new", t, body)},v1=${hmac(secret, t, body)}`;
     expect(reason(() => verifyWebhookSignature(body, header, secret, { now }))).toBe("ok");
     expect(reason(() => verifyWebhookSignature(body, header, "whsec_new", { now }))).toBe("ok");

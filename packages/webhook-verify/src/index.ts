@@ -1,7 +1,7 @@
 import { createHmac, type KeyObject, timingSafeEqual } from "node:crypto";
 
 /**
- * What a receiver of Funil webhooks needs (SPEC.md §6 Signature, API.md §11):
+ * What a receiver of Funil webhooks needs (docs/api/webhooks.md §Signature):
  * the header `x-funil-signature: t=<unix seconds>,v1=<hex>[,v1=<hex>]` holds
  * HMAC-SHA256 of `<t>.<raw body>` under the subscription's secret. Several
  * v1 values appear while a rotated secret still signs (24 h): any one of them

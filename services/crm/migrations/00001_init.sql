@@ -1,4 +1,4 @@
--- Contacts, custom-field definitions and members (SPEC.md §2, API.md §5).
+-- Contacts, custom-field definitions and members (docs/api/contacts.md §GET /members, §Contact).
 create extension if not exists pg_trgm;
 
 create table contacts (
@@ -6,7 +6,7 @@ create table contacts (
   workspace_id text not null,
   name text,
   phone text,
-  -- Phone reduced to digits and e-mail lower-cased: the uniqueness keys (API.md §5).
+  -- Phone reduced to digits and e-mail lower-cased: the uniqueness keys (docs/api/contacts.md §Contact).
   phone_digits text,
   email text,
   email_lower text,

@@ -1,4 +1,4 @@
--- Pipelines, stages, deals, tasks and notes (SPEC.md §2 Deal and Task, API.md §6).
+-- Pipelines, stages, deals, tasks and notes (docs/api/deals.md §Deal (opportunity), §Task).
 -- Every reference carries the workspace id, so a foreign key can never join rows of two workspaces.
 
 create unique index contacts_workspace_id on contacts (workspace_id, id);
@@ -61,7 +61,7 @@ create table opportunities (
   constraint opportunities_contact_fk foreign key (workspace_id, contact_id) references contacts (workspace_id, id),
   constraint opportunities_owner_fk foreign key (workspace_id, owner_user_id) references members (workspace_id, id)
 );
--- Keyset orders of GET /opportunities (API.md §4) and one index per equality filter, all without the trash.
+-- Keyset orders of GET /opportunities (docs/api/conventions.md §Lists and pagination) and one index per equality filter, all without the trash.
 create index opportunities_by_created on opportunities (workspace_id, created_at, id) where trashed_at is null;
 create index opportunities_by_updated on opportunities (workspace_id, updated_at, id) where trashed_at is null;
 create index opportunities_by_pipeline on opportunities (workspace_id, pipeline_id, created_at, id)

@@ -9,7 +9,7 @@ const base = () => ({
   customFields: { plan: "free" },
 });
 
-describe("upsert fill rules (SPEC §4 Contacts, API §5)", () => {
+describe("upsert fill rules (docs/api/contacts.md §POST /contacts (create or update: upsert))", () => {
   it("the name only fills an empty name", () => {
     expect(fillForUpsert(base(), { name: "Other" }, { dropEmail: false }).name).toBe("Ana");
     expect(fillForUpsert({ ...base(), name: null }, { name: "Other" }, { dropEmail: false }).name).toBe(
@@ -48,7 +48,7 @@ describe("upsert fill rules (SPEC §4 Contacts, API §5)", () => {
   });
 });
 
-describe("PATCH rules (SPEC §4 PATCH /contacts/{id})", () => {
+describe("PATCH rules (docs/api/contacts.md §PATCH /contacts/{id})", () => {
   it("absent = untouched, null = cleared, tags replaced", () => {
     const next = applyPatch({ ...base(), company: "Co" }, { company: null, tags: ["z"] });
     expect(next).toMatchObject({ name: "Ana", company: null, tags: ["z"] });

@@ -90,7 +90,7 @@ function uniqueTags(tags: string[]): string[] {
 }
 
 /**
- * Upsert fill rules (SPEC.md §4 Contacts, API.md §5): the name only fills an
+ * Upsert fill rules (docs/api/contacts.md §POST /contacts (create or update: upsert)): the name only fills an
  * empty name, tags are added (set union), customFields merge key by key, any
  * other field is set when a non-empty value is sent; nothing is ever erased.
  * `dropEmail` leaves the e-mail out when it belongs to another contact.
@@ -125,7 +125,7 @@ export function fillForUpsert(
 }
 
 /**
- * PATCH rules (SPEC.md §4 PATCH /contacts/{id}): an absent field is left
+ * PATCH rules (docs/api/contacts.md §PATCH /contacts/{id}): an absent field is left
  * untouched, an explicit null clears it; tags are replaced as sent;
  * customFields and utm merge key by key, a null value removing the key.
  */

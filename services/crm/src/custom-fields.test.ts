@@ -14,12 +14,12 @@ const defs: FieldDefinition[] = [
   { fieldKey: "s", type: "select", options: ["x", "y"] },
 ];
 
-describe("customFields validation (API §5)", () => {
+describe("customFields validation (docs/api/contacts.md §Contact)", () => {
   it("accepts values of each definition's type, and null (remove)", () => {
     expect(checkCustomFields({ t: "hi", n: 1.5, b: false, d: "2026-01-31", s: "y" }, defs)).toEqual([]);
     expect(checkCustomFields({ d: "2024-02-29", t: null }, defs)).toEqual([]);
   });
-  it("issue finding 2: a date field takes only a day that exists, as YYYY-MM-DD", () => {
+  it("docs/api/contacts.md §GET /custom-fields: a date field takes only a day that exists, as YYYY-MM-DD", () => {
     for (const d of ["2000-02-29", "2024-02-29", "0001-01-01", "9999-12-31", "2024-04-30", "2024-12-31"])
       expect(isCalendarDate(d), d).toBe(true);
     for (const d of [
@@ -41,7 +41,7 @@ describe("customFields validation (API §5)", () => {
       expect(isCalendarDate(d), d).toBe(false);
     expect(checkCustomFields({ d: "2023-02-29" }, defs).map((p) => p.path)).toEqual(["customFields.d"]);
   });
-  it("issue finding 2: every day of the proleptic Gregorian calendar is one, and no other (against Date)", () => {
+  it("docs/api/contacts.md §GET /custom-fields: every day of the proleptic Gregorian calendar is one, and no other (against Date)", () => {
     for (let year = 1896; year <= 2104; year++)
       for (let month = 1; month <= 12; month++)
         for (let day = 1; day <= 31; day++) {

@@ -44,7 +44,7 @@ function typeError(def: FieldDefinition, value: unknown): string | undefined {
 }
 
 /**
- * Checks customFields against the entity's definitions (API.md §5): every key
+ * Checks customFields against the entity's definitions (docs/api/contacts.md §Contact): every key
  * must be the fieldKey of a definition and every value must match its type.
  * A null value is allowed where the caller means "remove this key".
  */

@@ -6,14 +6,14 @@ const t1 = new Date("2026-01-02T00:00:00.000Z");
 const base = { contactId: "ct_1", pipelineId: "pl_1", title: "Deal" };
 
 describe("newDeal", () => {
-  it("SPEC §4 Deals: source falls back to utmSource, else null", () => {
+  it("docs/api/deals.md §POST /opportunities: source falls back to utmSource, else null", () => {
     expect(newDeal({ ...base, source: "lp", utmSource: "google" }, "stg_1", t0).source).toBe("lp");
     expect(newDeal({ ...base, utmSource: "google" }, "stg_1", t0).source).toBe("google");
     expect(newDeal({ ...base, source: "  ", utmSource: "" }, "stg_1", t0).source).toBeNull();
     expect(newDeal(base, "stg_1", t0).source).toBeNull();
   });
 
-  it("SPEC §2 Deal: utm holds this request's values only; status open, stageChangedAt = creation", () => {
+  it("docs/api/deals.md §Deal (opportunity): utm holds this request's values only; status open, stageChangedAt = creation", () => {
     const d = newDeal({ ...base, utmSource: "g", utmCampaign: "bf", utmContent: "" }, "stg_2", t0);
     expect(d.utm).toEqual({ source: "g", campaign: "bf" });
     expect(d).toMatchObject({
@@ -31,14 +31,14 @@ describe("newDeal", () => {
 describe("applyDealPatch", () => {
   const current = newDeal(base, "stg_1", t0);
 
-  it("API §6: a stage change moves stageChangedAt and emits stage_changed; the same stage changes nothing", () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: a stage change moves stageChangedAt and emits stage_changed; the same stage changes nothing", () => {
     const { next, events } = applyDealPatch(current, { stageId: "stg_2" }, t1);
     expect(next.stageChangedAt).toEqual(t1);
     expect(events).toEqual(["opportunity.updated", "opportunity.stage_changed"]);
     expect(applyDealPatch(current, { stageId: "stg_1" }, t1).events).toEqual([]);
   });
 
-  it("API §6: won sets wonAt, lost sets lostAt and clears wonAt, open clears both", () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: won sets wonAt, lost sets lostAt and clears wonAt, open clears both", () => {
     const won = applyDealPatch(current, { status: "won" }, t1);
     expect(won.next).toMatchObject({ status: "won", wonAt: t1, lostAt: null });
     expect(won.events).toContain("opportunity.won");
@@ -51,7 +51,7 @@ describe("applyDealPatch", () => {
     expect(applyDealPatch(won.next, { status: "won" }, t0)).toEqual({ next: won.next, events: [] });
   });
 
-  it("API §6: null clears, tags replaced, customFields and utm merged key by key", () => {
+  it("docs/api/deals.md §PATCH /opportunities/{id}: null clears, tags replaced, customFields and utm merged key by key", () => {
     const start = {
       ...current,
       temperature: "hot",

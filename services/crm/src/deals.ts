@@ -7,7 +7,7 @@ export type DealStatus = "open" | "won" | "lost";
 export const DEAL_STATUSES: readonly DealStatus[] = ["open", "won", "lost"];
 export const DEFAULT_CURRENCY = "BRL";
 
-/** The state of a deal (SPEC.md §2 Deal). Empty strings are stored as null. */
+/** The state of a deal (docs/api/deals.md §Deal (opportunity)). Empty strings are stored as null. */
 export interface DealState {
   title: string;
   pipelineId: string;
@@ -39,7 +39,7 @@ export interface DealRecord extends DealState {
   trashedAt: Date | null;
 }
 
-/** The body of POST /opportunities (API.md §6). */
+/** The body of POST /opportunities (docs/api/deals.md §POST /opportunities). */
 export interface DealInput {
   contactId: string;
   pipelineId: string;
@@ -89,7 +89,7 @@ export type DealEventType =
   | "opportunity.restored";
 
 /**
- * A new deal (SPEC.md §4 Deals): status open, in `stageId` (the caller's, or
+ * A new deal (docs/api/deals.md §POST /opportunities): status open, in `stageId` (the caller's, or
  * the pipeline's first stage), stageChangedAt = createdAt. `source` falls back
  * to utmSource, else null; `utm` is this request's utm values only, never the
  * contact's.
@@ -129,7 +129,7 @@ export function newDeal(input: DealInput, stageId: string, now: Date): DealState
 }
 
 /**
- * PATCH rules (API.md §6): absent = untouched, null = cleared; tags replaced;
+ * PATCH rules (docs/api/deals.md §PATCH /opportunities/{id}): absent = untouched, null = cleared; tags replaced;
  * customFields and utm merged key by key (a null value removes a key).
  * A stage change moves stageChangedAt; won sets wonAt, lost sets lostAt (the
  * lossReason is kept), open clears both. Returns the next state and the

@@ -4,7 +4,7 @@ import { checkRange, summarize } from "./funnel.js";
 const t = (n: number) => ({ count: n, valueCents: n * 100 });
 
 describe("funnel", () => {
-  it("SPEC §4 Funnel: the total is the sum of byStatus; the range is echoed, null when open", () => {
+  it("docs/api/deals.md §GET /funnel: the total is the sum of byStatus; the range is echoed, null when open", () => {
     const s = summarize({ from: new Date("2026-01-01T00:00:00Z") }, undefined, {
       stages: [{ stageId: "s1", name: "A", ...t(3) }],
       byStatus: { open: t(1), won: t(1), lost: t(1) },
@@ -16,7 +16,7 @@ describe("funnel", () => {
     expect(s.pipelineId).toBeNull();
   });
 
-  it("API §1: from later than to is a validation problem; equal bounds are an empty range", () => {
+  it("docs/api/conventions.md §Errors: from later than to is a validation problem; equal bounds are an empty range", () => {
     const a = new Date("2026-01-02T00:00:00Z");
     const b = new Date("2026-01-01T00:00:00Z");
     expect(checkRange({ from: a, to: b })).toHaveLength(1);

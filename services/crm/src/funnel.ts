@@ -42,7 +42,7 @@ export function checkRange(range: FunnelRange): ErrorDetail[] {
 }
 
 /**
- * The funnel summary (SPEC.md §4, API.md §6): total, byStage and byStatus
+ * The funnel summary (docs/api/deals.md §GET /funnel): total, byStage and byStatus
  * count the deals created in [from, to); closedInRange counts the deals won
  * or lost inside the range whenever they were created. The total is the sum
  * of byStatus: every deal has exactly one status.

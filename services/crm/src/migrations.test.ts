@@ -30,7 +30,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-it("issue finding 1: keys stored camel-cased by the old row mapping are renamed back to their fieldKeys", async () => {
+it("docs/api/conventions.md §Text is kept as sent: keys stored camel-cased by the old row mapping are renamed back to their fieldKeys", async () => {
   await migrationsBefore("00004");
   await migrate(sql, dir);
   const now = new Date();

@@ -5,7 +5,7 @@ const t0 = new Date("2026-01-01T00:00:00.000Z");
 const t1 = new Date("2026-01-02T00:00:00.000Z");
 
 describe("tasks", () => {
-  it("API §6: completed true sets completedAt (kept when already set), false clears it", () => {
+  it("docs/api/deals.md §Task: completed true sets completedAt (kept when already set), false clears it", () => {
     const task = newTask({ title: "x" }, t0);
     expect(task.completedAt).toBeNull();
     const done = applyTaskPatch(task, { completed: true }, t0);
@@ -14,7 +14,7 @@ describe("tasks", () => {
     expect(applyTaskPatch(done, { completed: false }, t1).completedAt).toBeNull();
   });
 
-  it("API §6: absent = untouched, null = cleared", () => {
+  it("docs/api/deals.md §Task: absent = untouched, null = cleared", () => {
     const task = newTask({ title: "x", body: "b", dueAt: t1, assigneeUserId: "usr_1" }, t0);
     const next = applyTaskPatch(task, { body: null, title: "y" }, t1);
     expect(next).toMatchObject({ title: "y", body: null, dueAt: t1, assigneeUserId: "usr_1" });

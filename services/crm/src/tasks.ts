@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { nullIfBlank } from "./text.js";
 
-/** The writable state of a task (SPEC.md §2 Task). */
+/** The writable state of a task (docs/api/deals.md §Task). */
 export interface TaskState {
   title: string;
   body: string | null;
@@ -47,7 +47,7 @@ export function newTask(input: TaskChanges & { title: string }, now: Date): Task
 }
 
 /**
- * PATCH rules (API.md §6): absent = untouched, null = cleared;
+ * PATCH rules (docs/api/deals.md §Task): absent = untouched, null = cleared;
  * `completed: true` sets completedAt (kept when it is already completed),
  * `completed: false` clears it.
  */

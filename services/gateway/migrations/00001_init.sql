@@ -1,4 +1,4 @@
--- Workspaces and their API keys (API.md §2). Keys are stored only as SHA-256 hashes.
+-- Workspaces and their API keys (docs/api/conventions.md §Authentication and API keys). Keys are stored only as SHA-256 hashes.
 create table workspaces (
   id text primary key,
   name text not null,

@@ -3,7 +3,7 @@ import { AuthService } from "@funil/contracts";
 import type { KeyStore } from "./store/keys.js";
 
 /**
- * The internal Auth service (API.md §11): a key's current scopes, read from
+ * The internal Auth service (docs/api/webhooks.md §Scope revoked): a key's current scopes, read from
  * the database at every call (no cache), so a revocation is never missed.
  */
 export const authServiceRoutes = (store: KeyStore) => (router: ConnectRouter) => {

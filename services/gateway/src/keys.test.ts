@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { generateKey, hashKey, KEY_PATTERN, sameHash, sameSecret } from "./keys.js";
 
-describe("API keys (API §2)", () => {
+describe("API keys (docs/api/conventions.md §Authentication and API keys)", () => {
   it("are fnl_ + 40 base62 characters, all different", () => {
     const keys = Array.from({ length: 200 }, generateKey);
     for (const k of keys) expect(k).toMatch(KEY_PATTERN);

@@ -31,7 +31,7 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** A new key: `fnl_` + 40 base62 characters (API.md §2). */
+/** A new key: `fnl_` + 40 base62 characters (docs/api/conventions.md §Authentication and API keys). */
 export const generateKey = () => `${KEY_PREFIX}${randomBase62(40)}`;
 
 export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");

@@ -1,4 +1,4 @@
--- Platform data (SPEC.md §2 Learner, API.md §10). Global: no workspace column. Every write is an
+-- Platform data (docs/api/learners.md §GET /platform/users, §Ingest). Global: no workspace column. Every write is an
 -- idempotent upsert on a natural key, so the live stream and the bulk import can apply the same message
 -- twice, or in another order, and end in the same state.
 create extension if not exists pg_trgm;
@@ -14,7 +14,7 @@ create table users (
   -- Maxima over every session message: the same whatever order they arrive in.
   last_login_at timestamptz,
   last_active_at timestamptz,
-  -- A learner is a user with at least one enrollment (SPEC.md §2).
+  -- A learner is a user with at least one enrollment (docs/api/learners.md §GET /platform/users).
   learner boolean not null default false
 );
 -- Keyset order of GET /platform/users, and its two filters.

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { copyLine, lineError, parseLine, rowsOf } from "./bulk.js";
 
-describe("import lines (API.md §10)", () => {
-  it("API §10: a line is {subject, data}; not JSON, not an object or no subject is refused", () => {
+describe("import lines (docs/api/learners.md §Ingest)", () => {
+  it("docs/api/learners.md §Ingest: a line is {subject, data}; not JSON, not an object or no subject is refused", () => {
     expect(parseLine("{oops")).toMatchObject({
       ok: false,
       problems: [{ path: "line", message: "is not valid JSON" }],
@@ -11,7 +11,7 @@ describe("import lines (API.md §10)", () => {
     expect(parseLine('{"data":{}}')).toMatchObject({ ok: false, problems: [{ path: "subject" }] });
   });
 
-  it("API §10: the error of a bad line names its number and field", () => {
+  it("docs/api/learners.md §Ingest: the error of a bad line names its number and field", () => {
     const r = parseLine('{"subject":"platform.session.seen","data":{"userId":"u1","at":"never"}}');
     expect(r.ok).toBe(false);
     if (!r.ok)

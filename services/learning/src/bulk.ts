@@ -26,7 +26,7 @@ export type Staging = keyof typeof STAGING;
 
 export type Value = string | number | boolean | Date | null;
 
-/** A line of the import file, `{subject, data}` (API.md §10), checked like a message of the stream. */
+/** A line of the import file, `{subject, data}` (docs/api/learners.md §Ingest), checked like a message of the stream. */
 export function parseLine(text: string): Checked {
   let parsed: unknown;
   try {

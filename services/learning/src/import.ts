@@ -6,7 +6,7 @@ import { migrate, openDatabase } from "@funil/db";
 import { ImportError, importFile, type Progress } from "./importer.js";
 
 const USAGE = `usage: npm run import:platform -- FILE.ndjson [--skip-bad] [--rejects FILE]
-  one {"subject": "platform.…", "data": {…}} per line (API.md §10)
+  one {"subject": "platform.…", "data": {…}} per line (docs/api/learners.md §Ingest)
   --skip-bad   write bad lines to the rejects file (default FILE.rejects.ndjson) instead of stopping
 environment: DATABASE_URL, FUNIL_ENV (the learning service's database)`;
 

@@ -10,7 +10,7 @@ import { checkMessage } from "./messages.js";
 import { learnerStore } from "./store/learners.js";
 import { applyMessage } from "./store/platform.js";
 
-/** The bulk import (API.md §10) against a real database, with real files. */
+/** The bulk import (docs/api/learners.md §Ingest) against a real database, with real files. */
 let sql: Sql;
 let dir: string;
 const NOW = new Date("2026-11-22T12:00:00.000Z");
@@ -69,7 +69,7 @@ afterAll(async () => {
 });
 
 describe("npm run import:platform", () => {
-  it("API §10: imports every subject; cumulative lines keep the latest `at` even out of order; repeats change nothing", async () => {
+  it("docs/api/learners.md §Ingest: imports every subject; cumulative lines keep the latest `at` even out of order; repeats change nothing", async () => {
     const path = await file("good.ndjson", [
       progress("u1", 100, "2026-11-20T00:00:00.000Z"),
       user("u1", "Old name"),
@@ -102,7 +102,7 @@ describe("npm run import:platform", () => {
     expect(await stagingTables()).toBe(0);
   });
 
-  it("API §10: an older file never rolls back what the live stream already applied", async () => {
+  it("docs/api/learners.md §Ingest: an older file never rolls back what the live stream already applied", async () => {
     const newer = checkMessage(
       "platform.lesson.progress",
       JSON.parse(progress("u2", 90, "2026-11-21T00:00:00.000Z")).data,
@@ -119,7 +119,7 @@ describe("npm run import:platform", () => {
     ]);
   });
 
-  it("API §10: a live write that deadlocks with the merge does not fail the import", async () => {
+  it("docs/api/learners.md §Ingest: a live write that deadlocks with the merge does not fail the import", async () => {
     const path = await file("contended.ndjson", [user("u5"), enroll("u5")]);
     const live = await sql.reserve();
     try {
@@ -147,7 +147,7 @@ describe("npm run import:platform", () => {
     }
   });
 
-  it("API §10: a bad line in the middle stops the import naming its line and field; nothing is imported", async () => {
+  it("docs/api/learners.md §Ingest: a bad line in the middle stops the import naming its line and field; nothing is imported", async () => {
     await importFile(sql, await file("before.ndjson", [user("u0"), enroll("u0")]));
     const before = await counts();
     const lines = [user("u3"), enroll("u3"), progress("u3", 10, "2026-11-01T00:00:00.000Z")];
@@ -161,7 +161,7 @@ describe("npm run import:platform", () => {
     expect(await stagingTables()).toBe(0);
   });
 
-  it("API §10: --skip-bad imports the good lines and writes each bad one, with its reason, to the rejects file", async () => {
+  it("docs/api/learners.md §Ingest: --skip-bad imports the good lines and writes each bad one, with its reason, to the rejects file", async () => {
     const path = await file("mixed.ndjson", [
       user("u4"),
       "{not json",

@@ -28,7 +28,7 @@ export interface ImportResult {
 }
 
 /**
- * `npm run import:platform` (API.md §10): streams an NDJSON file of
+ * `npm run import:platform` (docs/api/learners.md §Ingest): streams an NDJSON file of
  * `{subject, data}` lines, checks each like a message of the live stream,
  * spools the rows to disk, COPYs them into staging tables and merges them in
  * one transaction. The

@@ -11,15 +11,15 @@ const progress = {
   at: "2026-11-20T10:00:00-03:00",
 };
 
-describe("platform messages (API.md §10)", () => {
-  it("API §10: a lesson.progress message is checked, its timestamps read as instants", () => {
+describe("platform messages (docs/api/learners.md §Ingest)", () => {
+  it("docs/api/learners.md §Ingest: a lesson.progress message is checked, its timestamps read as instants", () => {
     const r = checkMessage("platform.lesson.progress", progress);
     expect(r.ok).toBe(true);
     if (r.ok)
       expect(r.message.data).toMatchObject({ watchPct: 40, at: new Date("2026-11-20T13:00:00.000Z") });
   });
 
-  it("API §10: a bad field is refused naming it under data.", () => {
+  it("docs/api/learners.md §Ingest: a bad field is refused naming it under data.", () => {
     const r = checkMessage("platform.lesson.progress", { ...progress, watchPct: 101, at: "yesterday" });
     expect(r).toEqual({
       ok: false,
@@ -30,13 +30,13 @@ describe("platform messages (API.md §10)", () => {
     });
   });
 
-  it("API §10: an unknown subject and a missing field are refused", () => {
+  it("docs/api/learners.md §Ingest: an unknown subject and a missing field are refused", () => {
     expect(checkMessage("platform.nope", {})).toMatchObject({ ok: false, problems: [{ path: "subject" }] });
     const r = checkMessage("platform.session.opened", { userId: "u1", at: "2026-11-20T10:00:00Z" });
     expect(r).toMatchObject({ ok: false, problems: [{ path: "data.ip" }] });
   });
 
-  it("API §10: session.opened needs an ip stamp; sessionId is optional; extra fields are ignored", () => {
+  it("docs/api/learners.md §Ingest: session.opened needs an ip stamp; sessionId is optional; extra fields are ignored", () => {
     const base = { userId: "u1", at: "2026-11-20T10:00:00Z" };
     expect(checkMessage("platform.session.opened", { ...base, ip: "" }).ok).toBe(false);
     expect(checkMessage("platform.session.opened", { ...base, ip: "2001:db8::1", extra: 1 }).ok).toBe(true);
@@ -45,7 +45,7 @@ describe("platform messages (API.md §10)", () => {
     );
   });
 
-  it("API §10: enrollment dates may be null (not started, not completed)", () => {
+  it("docs/api/learners.md §Ingest: enrollment dates may be null (not started, not completed)", () => {
     const r = checkMessage("platform.enrollment.upserted", {
       userId: "u1",
       courseId: "c1",
@@ -59,7 +59,7 @@ describe("platform messages (API.md §10)", () => {
 });
 
 describe("fold", () => {
-  it("SPEC §4 Learner usage: q is case- and accent-insensitive", () => {
+  it("docs/api/learners.md §GET /platform/users: q is case- and accent-insensitive", () => {
     expect(fold("JOÃO Conceição")).toBe("joao conceicao");
   });
 });

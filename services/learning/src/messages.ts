@@ -2,7 +2,7 @@ import type { ErrorDetail } from "@funil/errors";
 import { parseTimestamp, timestamp, z } from "@funil/schemas";
 
 /**
- * The platform's messages (API.md §10), one schema per subject: the live
+ * The platform's messages (docs/api/learners.md §Ingest), one schema per subject: the live
  * stream and the bulk import read them through here, so both accept and
  * refuse exactly the same records. Unknown extra fields are ignored (the
  * platform may send more than we keep).

@@ -1,7 +1,7 @@
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * The start of a learner's window (SPEC.md §2 Learner detail): the last `days`
+ * The start of a learner's window (docs/api/learners.md §GET /platform/users): the last `days`
  * days up to now. An item whose lastDate is exactly at the start is inside,
  * like activeSince's >=.
  */

@@ -1,4 +1,4 @@
--- Calendars and meetings (SPEC.md §2 Meeting, API.md §7). The two booking rules are decided here, by
+-- Calendars and meetings (docs/api/meetings.md §Meeting (appointment), §POST /appointments). The two booking rules are decided here, by
 -- constraints, whatever Redis says: no assignee in two scheduled meetings at once, no day above its cap.
 create extension if not exists btree_gist;
 
@@ -46,12 +46,12 @@ create table appointments (
   created_at timestamptz not null,
   updated_at timestamptz not null,
   check (end_at > start_at),
-  -- An assignee is never in two scheduled meetings at once, in any calendar (API.md §7: slot_taken).
+  -- An assignee is never in two scheduled meetings at once, in any calendar (docs/api/meetings.md §POST /appointments: slot_taken).
   constraint appointments_no_overlap exclude using gist (
     workspace_id with =, assignee_user_id with =, tstzrange(start_at, end_at, '[)') with &&
   ) where (status = 'scheduled')
 );
--- Each noshow is recovered at most once, also under concurrent bookings (API.md §7).
+-- Each noshow is recovered at most once, also under concurrent bookings (docs/api/meetings.md §POST /appointments).
 create unique index appointments_recovers_once on appointments (recovered_from_appointment_id)
   where recovered_from_appointment_id is not null;
 -- GET /appointments: keyset on (start_at, id), by status and by calendar.

@@ -1,4 +1,4 @@
--- Free slots read each assignee's scheduled meetings by start time (issue 9): one index-only scan in
+-- Free slots read each assignee's scheduled meetings by start time: one index-only scan in
 -- (assignee, start) order gives the busy time and, for the calendar's own meetings, the round-robin's
 -- counts per day. A meeting ends inside one availability window of one local day, so it is never longer
 -- than two days: the scan may start two days before the range and miss nothing.

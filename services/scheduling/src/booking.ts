@@ -9,7 +9,7 @@ export type MeetingEventType =
   | "meeting.canceled"
   | "meeting.outcome";
 
-/** A meeting as stored (SPEC.md §2 Meeting). */
+/** A meeting as stored (docs/api/meetings.md §Meeting (appointment)). */
 export interface AppointmentRecord {
   id: string;
   workspaceId: string;
@@ -56,7 +56,7 @@ export interface BookingDraft {
   localDay: LocalDay;
 }
 
-/** A move of a meeting (API.md §7 reschedule), checked like a booking. */
+/** A move of a meeting (docs/api/meetings.md §POST /appointments/{id}/reschedule), checked like a booking. */
 export interface Move {
   assigneeUserId: string;
   startAt: Date;
@@ -65,10 +65,10 @@ export interface Move {
   dailyCap: number;
 }
 
-/** Created through the API: no user behind it (API.md §7). */
+/** Created through the API: no user behind it (docs/api/meetings.md §POST /appointments). */
 export const CREATED_BY_SOURCE = "api";
 
-/** The assignee must be one of the calendar's (API.md §7: 422 invalid_reference). */
+/** The assignee must be one of the calendar's (docs/api/meetings.md §POST /appointments: 422 invalid_reference). */
 export function checkAssignee(calendar: { assigneeUserIds: string[] }, assigneeUserId: string): void {
   if (!calendar.assigneeUserIds.includes(assigneeUserId))
     throw fail("invalid_reference", `assigneeUserId: ${assigneeUserId} is not an assignee of this calendar`, [
@@ -76,7 +76,7 @@ export function checkAssignee(calendar: { assigneeUserIds: string[] }, assigneeU
     ]);
 }
 
-/** Reschedule and outcome need a meeting that still stands (API.md §7: 409 on a canceled meeting). */
+/** Reschedule and outcome need a meeting that still stands (docs/api/meetings.md §POST /appointments/{id}/reschedule, §POST /appointments/{id}/outcome: 409 on a canceled meeting). */
 export function mustBeScheduled(a: AppointmentRecord, action: string): void {
   if (a.status === "canceled") throw fail("conflict", `the meeting is canceled: cannot ${action} it`);
 }

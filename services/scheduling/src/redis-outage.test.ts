@@ -9,7 +9,7 @@ import { schedulingConfig } from "./config.js";
 import { start } from "./server.js";
 
 /**
- * Redis down never yields a 500, a double booking or a cap overrun (issue 9):
+ * Redis down never yields a 500, a double booking or a cap overrun (docs/operations.md §Faults):
  * the scheduling service runs in-process against a private redis-server that
  * the test stops and starts again, with the test stack's crm behind it.
  */
@@ -99,8 +99,8 @@ const redisUp = async () =>
     (d) => d.name === "redis",
   );
 
-describe("booking with Redis down (issue 9: PostgreSQL's guards alone)", () => {
-  it("API §7: no double booking, no day above its cap, no 500 while Redis is down; counters rebuilt from PostgreSQL after its restart", async () => {
+describe("booking with Redis down (docs/operations.md §Faults: PostgreSQL's guards alone)", () => {
+  it("docs/api/meetings.md §POST /appointments: no double booking, no day above its cap, no 500 while Redis is down; counters rebuilt from PostgreSQL after its restart", async () => {
     const workspaceId = `ws_outage_${Date.now()}`;
     const members: string[] = [];
     for (let i = 0; i < 3; i++)
@@ -174,7 +174,7 @@ describe("booking with Redis down (issue 9: PostgreSQL's guards alone)", () => {
     expect(scheduled.data).toHaveLength(4);
   }, 60_000);
 
-  it("API §7: a counter that drifted above the truth never refuses a place PostgreSQL still has", async () => {
+  it("docs/api/meetings.md §POST /appointments: a counter that drifted above the truth never refuses a place PostgreSQL still has", async () => {
     const workspaceId = `ws_drift_${Date.now()}`;
     const memberId = (
       await crm().members.createMember({

@@ -139,8 +139,8 @@ const caseArb = fc
     return { grid, day };
   });
 
-describe("the fast grid equals the plain one (API §7: DST days, skipped and repeated local times)", () => {
-  it("API §7: one day's slots, any zone, any windows, DST change days included", () => {
+describe("the fast grid equals the plain one (docs/api/meetings.md §GET /calendars/{id}/slots: DST days, skipped and repeated local times)", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: one day's slots, any zone, any windows, DST change days included", () => {
     fc.assert(
       fc.property(caseArb, ({ grid, day }) => {
         const fast = daySlots(grid, day).map((s) => [
@@ -155,7 +155,7 @@ describe("the fast grid equals the plain one (API §7: DST days, skipped and rep
     );
   });
 
-  it("API §7: a range of days is the days' slots, from and to cut on instants", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: a range of days is the days' slots, from and to cut on instants", () => {
     fc.assert(
       fc.property(
         caseArb,
@@ -188,7 +188,7 @@ describe("the fast grid equals the plain one (API §7: DST days, skipped and rep
     );
   });
 
-  it("API §7: free slots and round-robin equal a scan of every busy meeting for every slot", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: free slots and round-robin equal a scan of every busy meeting for every slot", () => {
     fc.assert(
       fc.property(
         caseArb,

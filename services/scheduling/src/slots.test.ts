@@ -37,8 +37,8 @@ const busyOf = (meetings: Array<{ assigneeUserId: string; startAt: Date; endAt: 
   return busy;
 };
 
-describe("slots on DST change days (API §7: inside availability in the calendar's timezone)", () => {
-  it("API §7: northern spring-forward (America/New_York 2026-03-08): 02:00 and 02:30 do not exist and are skipped", () => {
+describe("slots on DST change days (docs/api/meetings.md §GET /calendars/{id}/slots: inside availability in the calendar's timezone)", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: northern spring-forward (America/New_York 2026-03-08): 02:00 and 02:30 do not exist and are skipped", () => {
     expect(iso(daySlots(grid("America/New_York", 0, "00:00", "05:00"), "2026-03-08"))).toEqual([
       "2026-03-08T05:00:00.000Z",
       "2026-03-08T05:30:00.000Z",
@@ -51,7 +51,7 @@ describe("slots on DST change days (API §7: inside availability in the calendar
     ]);
   });
 
-  it("API §7: northern fall-back (America/New_York 2026-11-01): 01:00 and 01:30 happen twice and are offered once", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: northern fall-back (America/New_York 2026-11-01): 01:00 and 01:30 happen twice and are offered once", () => {
     expect(iso(daySlots(grid("America/New_York", 0, "00:00", "03:00"), "2026-11-01"))).toEqual([
       "2026-11-01T04:00:00.000Z",
       "2026-11-01T04:30:00.000Z",
@@ -62,14 +62,14 @@ describe("slots on DST change days (API §7: inside availability in the calendar
     ]);
   });
 
-  it("API §7: southern spring-forward (America/Sao_Paulo 2018-11-04, midnight skipped): 00:00 and 00:30 are skipped", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: southern spring-forward (America/Sao_Paulo 2018-11-04, midnight skipped): 00:00 and 00:30 are skipped", () => {
     expect(iso(daySlots(grid("America/Sao_Paulo", 0, "00:00", "02:00"), "2018-11-04"))).toEqual([
       "2018-11-04T03:00:00.000Z", // 01:00 -02:00
       "2018-11-04T03:30:00.000Z",
     ]);
   });
 
-  it("API §7: southern fall-back (America/Sao_Paulo 2019-02-16, 23:00–23:59 twice): each local time once, window to 24:00", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: southern fall-back (America/Sao_Paulo 2019-02-16, 23:00–23:59 twice): each local time once, window to 24:00", () => {
     expect(iso(daySlots(grid("America/Sao_Paulo", 6, "22:00", "24:00"), "2019-02-16"))).toEqual([
       "2019-02-17T00:00:00.000Z", // 22:00 -02:00
       "2019-02-17T00:30:00.000Z",
@@ -78,7 +78,7 @@ describe("slots on DST change days (API §7: inside availability in the calendar
     ]);
   });
 
-  it("API §7: Australia/Sydney and Europe/Lisbon change days have the hours those days really have", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: Australia/Sydney and Europe/Lisbon change days have the hours those days really have", () => {
     // Sydney 2026-04-05: 03:00 AEDT becomes 02:00 AEST; 2026-10-04: 02:00 AEST becomes 03:00 AEDT.
     expect(daySlots(grid("Australia/Sydney", 0, "01:00", "04:00"), "2026-04-05")).toHaveLength(6);
     expect(iso(daySlots(grid("Australia/Sydney", 0, "01:00", "04:00"), "2026-10-04"))).toEqual([
@@ -96,7 +96,7 @@ describe("slots on DST change days (API §7: inside availability in the calendar
     ]);
   });
 
-  it("API §7: an ordinary day keeps its grid: interval and duration apart, meetings end inside the window", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: an ordinary day keeps its grid: interval and duration apart, meetings end inside the window", () => {
     const g = grid("America/Sao_Paulo", 1, "09:00", "11:00", { durationMin: 45, slotIntervalMin: 30 });
     expect(iso(daySlots(g, "2026-12-07"))).toEqual([
       "2026-12-07T12:00:00.000Z",
@@ -107,9 +107,9 @@ describe("slots on DST change days (API §7: inside availability in the calendar
   });
 });
 
-describe("a booking's time (API §7: 422 invalid_slot)", () => {
+describe("a booking's time (docs/api/meetings.md §POST /appointments: 422 invalid_slot)", () => {
   const g = grid("America/New_York", 0, "00:00", "04:00");
-  it("API §7: a start off the grid, outside availability, skipped by the clocks, or in the past is invalid_slot", () => {
+  it("docs/api/meetings.md §POST /appointments: a start off the grid, outside availability, skipped by the clocks, or in the past is invalid_slot", () => {
     expect(codeOf(() => placeOnGrid(g, new Date("2026-03-08T05:10:00Z"), undefined, LONG_AGO))).toBe(
       "invalid_slot",
     );
@@ -131,7 +131,7 @@ describe("a booking's time (API §7: 422 invalid_slot)", () => {
     });
   });
 
-  it("API §7: endAt defaults to startAt + duration; a longer one must end inside the window, and after startAt", () => {
+  it("docs/api/meetings.md §POST /appointments: endAt defaults to startAt + duration; a longer one must end inside the window, and after startAt", () => {
     const start = new Date("2026-03-08T05:00:00Z");
     expect(placeOnGrid(g, start, new Date("2026-03-08T06:00:00Z"), LONG_AGO).endAt).toEqual(
       new Date("2026-03-08T06:00:00Z"),
@@ -143,12 +143,12 @@ describe("a booking's time (API §7: 422 invalid_slot)", () => {
   });
 });
 
-describe("free slots and round-robin (API §7)", () => {
+describe("free slots and round-robin (docs/api/meetings.md §GET /calendars/{id}/slots)", () => {
   const cal = { ...grid("UTC", 1, "09:00", "11:00"), dailyCap: 3, assigneeUserIds: ["ana", "bia"] };
   const range = { from: new Date("2026-12-07T00:00:00Z"), to: new Date("2026-12-09T00:00:00Z") };
   const at = (h: string) => new Date(`2026-12-07T${h}:00Z`);
 
-  it("API §7: the assignee with the fewest meetings that day, ties by the order of assigneeUserIds; busy ones skipped", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: the assignee with the fewest meetings that day, ties by the order of assigneeUserIds; busy ones skipped", () => {
     const slots = freeSlots(cal, range, {
       perDay: new Map([["2026-12-07", 1]]),
       perAssigneeDay: new Map([["ana 2026-12-07", 1]]),
@@ -168,7 +168,7 @@ describe("free slots and round-robin (API §7)", () => {
     expect(tie.every((s) => s.assigneeUserId === "ana")).toBe(true);
   });
 
-  it("API §7: a day at its cap offers nothing; nobody free means no slot", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: a day at its cap offers nothing; nobody free means no slot", () => {
     expect(
       freeSlots(cal, range, {
         perDay: new Map([["2026-12-07", 3]]),
@@ -186,7 +186,7 @@ describe("free slots and round-robin (API §7)", () => {
     ).toEqual([]);
   });
 
-  it("API §7: the range is at most 31 days, to after from; default now .. now + 7 days; a past from reads as now", () => {
+  it("docs/api/meetings.md §GET /calendars/{id}/slots: the range is at most 31 days, to after from; default now .. now + 7 days; a past from reads as now", () => {
     const now = new Date("2026-12-01T00:00:00Z");
     expect(slotRange(undefined, undefined, now)).toEqual({ from: now, to: new Date("2026-12-08T00:00:00Z") });
     expect(slotRange(new Date("2026-11-01T00:00:00Z"), new Date("2026-12-02T00:00:00Z"), now).from).toEqual(

@@ -13,7 +13,7 @@ import {
   zoneClock,
 } from "./local-time.js";
 
-/** A weekly window of a calendar, in its local time (API.md §2). */
+/** A weekly window of a calendar, in its local time (docs/api/admin.md §Routes). */
 export interface Window {
   weekday: number;
   start: string;
@@ -42,7 +42,7 @@ export const MAX_RANGE_DAYS = 31;
 export const DEFAULT_RANGE_DAYS = 7;
 
 /**
- * The range of GET /calendars/{id}/slots (API.md §7): default now .. now + 7
+ * The range of GET /calendars/{id}/slots (docs/api/meetings.md §GET /calendars/{id}/slots): default now .. now + 7
  * days, at most 31 days; a `from` in the past is read as now.
  */
 export function slotRange(from: Date | undefined, to: Date | undefined, now: Date): { from: Date; to: Date } {
@@ -120,7 +120,7 @@ export function gridSlots(grid: Grid, from: Date, to: Date): Slot[] {
 }
 
 /**
- * A booking's time checked against the calendar (API.md §7: 422
+ * A booking's time checked against the calendar (docs/api/meetings.md §POST /appointments: 422
  * invalid_slot): a start the grid offers, in the future, and an end inside
  * the same window (endAt defaults to startAt + the duration).
  */
@@ -191,7 +191,7 @@ class BusySweep {
 }
 
 /**
- * Free slots (API.md §7): the grid's future times on days under the cap, each
+ * Free slots (docs/api/meetings.md §GET /calendars/{id}/slots): the grid's future times on days under the cap, each
  * with the assignee round-robin picks among those free then: the fewest
  * meetings of this calendar that day, ties by the order of assigneeUserIds.
  */

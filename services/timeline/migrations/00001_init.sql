@@ -1,4 +1,4 @@
--- The timeline (SPEC.md §2 Interaction, API.md §8): interactions from ingest and crm's notes, the
+-- The timeline (docs/api/interactions.md §Interaction, §Ingest): interactions from ingest and crm's notes, the
 -- conversations' current owners, the per-contact human-touch summary, and the activity ledger.
 
 -- One row per `<source>:<rowId>`: the primary key is what makes ingest idempotent. Ids sort byte-wise
@@ -10,7 +10,7 @@ create table interactions (
   channel text not null,
   direction text not null check (direction in ('inbound', 'outbound')),
   actor text not null check (actor in ('user', 'contact', 'ia', 'automation', 'system', 'api', 'unknown')),
-  -- Filled only when actor = user (SPEC.md rule 9).
+  -- Filled only when actor = user (docs/api/interactions.md §The 12 rules of the timeline, rule 9).
   user_id text check ((user_id is null) = (actor <> 'user')),
   contact_id text not null,
   opportunity_id text,

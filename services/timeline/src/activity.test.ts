@@ -10,7 +10,7 @@ const event = (type: string, data: object) => ({
   data,
 });
 
-describe("activity ledger (API.md §6 lastActivityAt)", () => {
+describe("activity ledger (docs/api/deals.md §GET /opportunities/{id} lastActivityAt)", () => {
   it("a deal's creation makes it known but is not an activity", () => {
     expect(ledgerItemOf(event("opportunity.created", deal))).toEqual({
       deal: { workspaceId: "ws1", id: "d1", contactId: "c1", createdAt: new Date(deal.createdAt) },

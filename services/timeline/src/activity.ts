@@ -32,7 +32,7 @@ const dealData = z.object({ id, contactId: id, createdAt: at });
 const activityData = z.object({ id, opportunityId: id.nullable().optional() });
 
 /**
- * What a domain event means for the ledger (API.md §6, §8). Every event
+ * What a domain event means for the ledger (docs/api/deals.md §GET /opportunities/{id}; docs/api/interactions.md §Activity ledger). Every event
  * about a deal is an action on it except its creation, which only makes
  * the deal known; task, note and meeting events count for the deal they
  * belong to. Other events (contacts, pipelines…) mean nothing here.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { authorOf } from "./actor.js";
 
-describe("authorOf (SPEC.md §2 Interaction)", () => {
+describe("authorOf (docs/api/interactions.md §Interaction)", () => {
   it("rule 4: actor=user when the sender's userId is recorded", () => {
     expect(authorOf({ direction: "outbound", senderUserId: "u1" })).toEqual({ actor: "user", userId: "u1" });
     expect(authorOf({ direction: "outbound", senderKind: "user", senderUserId: "u1" })).toEqual({

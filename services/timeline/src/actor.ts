@@ -1,5 +1,5 @@
 /**
- * Who acted in an interaction (SPEC.md §2 Interaction, rules 4–10 and 12):
+ * Who acted in an interaction (docs/api/interactions.md §The 12 rules of the timeline, rules 4–10 and 12):
  * one function for every source, so an inbox message, a call, an e-mail and a
  * note are judged by the same rules.
  */
@@ -17,7 +17,7 @@ export interface Authorship {
   legacySource?: string | null | undefined;
 }
 
-/** Legacy sources that name an automated sender (API.md §8); any other value names nobody. */
+/** Legacy sources that name an automated sender (docs/api/interactions.md §Ingest); any other value names nobody. */
 const LEGACY_ACTORS = new Map<string, Actor>([
   ["workflow", "automation"],
   ["campaign", "automation"],

@@ -28,7 +28,7 @@ const refused = (fn: () => unknown) => {
   throw new Error("accepted");
 };
 
-describe("ingest: inbox messages (SPEC.md §2 Interaction, API.md §8)", () => {
+describe("ingest: inbox messages (docs/api/interactions.md §Interaction, §Ingest)", () => {
   it("id msg:<rowId>, kind message, the channel and connection as sent", () => {
     expect(
       interaction(ingestItemOf("ingest.inbox.message", { ...message, senderUserId: "u1" })),
@@ -124,7 +124,7 @@ describe("ingest: inbox messages (SPEC.md §2 Interaction, API.md §8)", () => {
   });
 });
 
-describe("ingest: calls, e-mails, reassignments, notes (API.md §8)", () => {
+describe("ingest: calls, e-mails, reassignments, notes (docs/api/interactions.md §Ingest)", () => {
   const call = {
     workspaceId: "ws1",
     rowId: 7,

@@ -2,7 +2,7 @@ import { fail } from "@funil/errors";
 import { check, parseTimestamp, timestamp, z } from "@funil/schemas";
 import { type Actor, authorOf, type Direction } from "./actor.js";
 
-/** An interaction as the timeline stores it (SPEC.md §2 Interaction). */
+/** An interaction as the timeline stores it (docs/api/interactions.md §Interaction). */
 export interface InteractionRecord {
   workspaceId: string;
   id: string;
@@ -116,7 +116,7 @@ const noteEnvelope = z.object({
   }),
 });
 
-/** The subjects of API.md §8, without the FUNIL_ENV prefix. */
+/** The subjects of docs/api/interactions.md §Ingest, without the FUNIL_ENV prefix. */
 export const INGEST_SUBJECTS = {
   message: "ingest.inbox.message",
   assigned: "ingest.inbox.conversation_assigned",
@@ -238,7 +238,7 @@ export function ingestItemOf(subject: string, payload: unknown): IngestItem {
   }
 }
 
-/** A note (crm's note.created): outbound, channel note, by its author (API.md §8). */
+/** A note (crm's note.created): outbound, channel note, by its author (docs/api/interactions.md §Ingest). */
 export function noteInteractionOf(envelope: unknown): InteractionRecord {
   const { workspaceId, data: n } = check(noteEnvelope, envelope, "body");
   return {

@@ -1,4 +1,4 @@
--- Webhook subscriptions and their deliveries (SPEC.md §2, §3, §6; API.md §11).
+-- Webhook subscriptions and their deliveries (docs/api/webhooks.md §Subscription, §Delivery, §Retries, §Circuit breaker).
 create table subscriptions (
   id text primary key,
   workspace_id text not null,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { batcher } from "./batch.js";
 
-describe("issue 11: calls of one turn share one batch", () => {
+describe("calls of one turn share one batch", () => {
   it("calls made together run once, each gets its own answer in order", async () => {
     const runs: number[][] = [];
     const double = batcher(async (xs: number[]) => {

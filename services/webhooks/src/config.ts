@@ -2,7 +2,7 @@ import { baseEnv, booleanFlag, port, rpcUrl, z } from "@funil/config";
 
 const ms = z.coerce.number().int().min(0);
 
-/** Delays before attempts 2..6 (API.md §13), in milliseconds, comma-separated. */
+/** Delays before attempts 2..6 (docs/operations.md §Configuration), in milliseconds, comma-separated. */
 const schedule = z
   .string()
   .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, "comma-separated milliseconds, e.g. 60000,300000")

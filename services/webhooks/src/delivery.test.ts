@@ -33,8 +33,8 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-describe("an attempt's POST (API.md §11)", () => {
-  it("API §11: at each attempt a private address is refused, also behind a name (checked when connecting)", async () => {
+describe("an attempt's POST (docs/api/webhooks.md §What a receiver gets)", () => {
+  it("docs/api/webhooks.md §Subscription: at each attempt a private address is refused, also behind a name (checked when connecting)", async () => {
     const poster = httpPoster({ timeoutMs: 2000, allowPrivate: false });
     const before = hits;
     const literal = await poster.post(`http://127.0.0.1:${port}/hook`, "{}", {});
@@ -46,7 +46,7 @@ describe("an attempt's POST (API.md §11)", () => {
     await poster.close();
   });
 
-  it("SPEC §6 Retry 1: with private targets allowed the POST goes out; a redirect is a failure, not followed", async () => {
+  it("docs/api/webhooks.md §Retries 1: with private targets allowed the POST goes out; a redirect is a failure, not followed", async () => {
     const poster = httpPoster({ timeoutMs: 2000, allowPrivate: true });
     expect(await poster.post(`http://localhost:${port}/hook`, "{}", {})).toEqual({ ok: true, status: 200 });
     const before = hits;
@@ -59,7 +59,7 @@ describe("an attempt's POST (API.md §11)", () => {
     await poster.close();
   });
 
-  it("SPEC §6 Retry 1: a receiver that does not answer within the timeout fails with a timeout; a status that comes in time decides at once, whatever the body does", async () => {
+  it("docs/api/webhooks.md §Retries 1: a receiver that does not answer within the timeout fails with a timeout; a status that comes in time decides at once, whatever the body does", async () => {
     const poster = httpPoster({ timeoutMs: 600, allowPrivate: true });
     const started = performance.now();
     expect(await poster.post(`http://127.0.0.1:${port}/hang`, "{}", {})).toEqual({

@@ -6,7 +6,7 @@ import { blockedAddress } from "./ssrf.js";
 import { hostOf } from "./targets.js";
 
 /**
- * The POST of one attempt (API.md §11). One undici Agent keeps connections
+ * The POST of one attempt (docs/api/webhooks.md §What a receiver gets). One undici Agent keeps connections
  * alive per host. Redirects are not followed (a dispatch never follows).
  * The response's status decides the attempt as soon as it arrives; its body
  * is read on (up to 64 KiB, for at most `timeoutMs`) only so that the

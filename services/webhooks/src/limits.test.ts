@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InFlight, JobQueues } from "./limits.js";
 
-describe("issue 11: bounded attempts in flight, overall and per subscription", () => {
+describe("docs/api/webhooks.md §Retries: bounded attempts in flight, overall and per subscription", () => {
   it("a subscription at its bound makes its next attempt wait for its own slot; the others go on", async () => {
     const limits = new InFlight(10, 2, 10_000);
     const a1 = await limits.acquire("a");
@@ -62,7 +62,7 @@ describe("issue 11: bounded attempts in flight, overall and per subscription", (
   });
 });
 
-describe("issue 11: jobs held per subscription", () => {
+describe("docs/api/webhooks.md §Retries: jobs held per subscription", () => {
   it("a few jobs of a subscription run, some more wait in order, the rest are refused; others are not held up", () => {
     const jobs = new JobQueues<string>(2, 2, 100);
     expect(["a1", "a2", "a3", "a4", "a5"].map((j) => jobs.offer("a", j))).toEqual([

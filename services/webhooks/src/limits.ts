@@ -1,5 +1,5 @@
 /**
- * How many attempts run at once (issue 11: one slow or dead receiver never
+ * How many attempts run at once (docs/api/webhooks.md §Retries: one slow or dead receiver never
  * holds up the others): at most `total` overall, at most `perKey` for one
  * subscription. An attempt waits first for a slot of its subscription, then
  * for one of the overall slots, each in arrival order: a subscription whose

@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 describe("the POSTs' thread (threadPoster)", () => {
-  it("SPEC §6 Retry 1: POSTs asked together are sent with their headers and body, each decided on its own: 2xx, non-2xx, timeout, refused target", async () => {
+  it("docs/api/webhooks.md §Retries 1: POSTs asked together are sent with their headers and body, each decided on its own: 2xx, non-2xx, timeout, refused target", async () => {
     const poster = threadPoster({ timeoutMs: 500, allowPrivate: true });
     const strict = threadPoster({ timeoutMs: 500, allowPrivate: false });
     const results = await Promise.all([

@@ -7,21 +7,21 @@ const now = new Date("2026-11-23T10:00:00.000Z");
 const fail = { ok: false, status: 500, error: "receiver answered 500" };
 const base = { scheduleMs: SCHEDULE, now, failingSince: null, windowMs: 3 * DAY };
 
-describe("delivery outcomes (SPEC.md §3, §6 Retry and deactivation)", () => {
-  it("SPEC §6 Retry 2: retries after 1 m, 5 m, 30 m, 2 h, 12 h; dead after the 6th attempt", () => {
+describe("delivery outcomes (docs/api/webhooks.md §Retries, §Circuit breaker, §Scope revoked)", () => {
+  it("docs/api/webhooks.md §Retries 2: retries after 1 m, 5 m, 30 m, 2 h, 12 h; dead after the 6th attempt", () => {
     const delays = [1, 2, 3, 4, 5].map((attempts) => afterAttempt({ ...base, attempts, result: fail }));
     expect(delays).toEqual(SCHEDULE.map((retryInMs) => ({ status: "pending", retryInMs })));
     expect(afterAttempt({ ...base, attempts: 6, result: fail })).toEqual({ status: "dead", breaker: false });
   });
 
-  it("SPEC §3: a success at any attempt delivers", () => {
+  it("docs/api/webhooks.md §Retries: a success at any attempt delivers", () => {
     for (const attempts of [1, 6])
       expect(afterAttempt({ ...base, attempts, result: { ok: true, status: 200 } })).toEqual({
         status: "delivered",
       });
   });
 
-  it("SPEC §6 Retry 3: failing for 3 days without a success opens the breaker", () => {
+  it("docs/api/webhooks.md §Circuit breaker 3: failing for 3 days without a success opens the breaker", () => {
     const since = (ms: number) => new Date(now.getTime() - ms);
     expect(afterAttempt({ ...base, attempts: 1, result: fail, failingSince: since(3 * DAY - 1) })).toEqual({
       status: "pending",
@@ -37,7 +37,7 @@ describe("delivery outcomes (SPEC.md §3, §6 Retry and deactivation)", () => {
     ).toEqual({ status: "delivered" });
   });
 
-  it("SPEC §6 Retry 1: 2xx succeeds; 3xx (not followed) and every other status fail", () => {
+  it("docs/api/webhooks.md §Retries 1: 2xx succeeds; 3xx (not followed) and every other status fail", () => {
     expect(judgeResponse(200).ok).toBe(true);
     expect(judgeResponse(299).ok).toBe(true);
     expect(judgeResponse(302)).toEqual({ ok: false, status: 302, error: "redirect 302 not followed" });

@@ -1,6 +1,6 @@
 /**
- * What an attempt's outcome does to its delivery and subscription (SPEC.md
- * §3, §6 Retry and deactivation; API.md §11): pure, so every branch is tested
+ * What an attempt's outcome does to its delivery and subscription (docs/api/webhooks.md
+ * §Retries, §Circuit breaker, §Scope revoked): pure, so every branch is tested
  * without a clock or a receiver.
  */
 export interface AttemptResult {
@@ -39,7 +39,7 @@ export function afterAttempt(opts: {
   return { status: "pending", retryInMs: delay };
 }
 
-/** A 2xx is a success; anything else, a redirect included, is a failure (SPEC.md §6 Retry 1). */
+/** A 2xx is a success; anything else, a redirect included, is a failure (docs/api/webhooks.md §Retries 1). */
 export function judgeResponse(status: number): AttemptResult {
   if (status >= 200 && status < 300) return { ok: true, status };
   if (status >= 300 && status < 400) return { ok: false, status, error: `redirect ${status} not followed` };

@@ -3,14 +3,14 @@ import { verifyWebhookSignature } from "@funil/webhook-verify";
 import { describe, expect, it } from "vitest";
 import { newSecret, secretBox, signatureHeader, signingKeys } from "./secrets.js";
 
-describe("webhook secrets (API.md §11)", () => {
-  it("API §11: a secret is whsec_ and 32 base62 characters, never the same twice", () => {
+describe("webhook secrets (docs/api/webhooks.md §POST /webhooks)", () => {
+  it("docs/api/webhooks.md §POST /webhooks: a secret is whsec_ and 32 base62 characters, never the same twice", () => {
     const secrets = new Set(Array.from({ length: 200 }, newSecret));
     expect(secrets.size).toBe(200);
     for (const s of secrets) expect(s).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
   });
 
-  it("API §11: with WEBHOOK_SECRET_KEY the secret is encrypted at rest (AES-256-GCM) and opens again", () => {
+  it("docs/api/webhooks.md §POST /webhooks: with WEBHOOK_SECRET_KEY the secret is encrypted at rest (AES-256-GCM) and opens again", () => {
     const box = secretBox(randomBytes(32));
     const secret = newSecret();
     const sealed = box.seal(secret);
@@ -30,7 +30,7 @@ describe("webhook secrets (API.md §11)", () => {
     expect(secretBox(randomBytes(32)).open(secret)).toBe(secret);
   });
 
-  it("API §11: the header carries one v1 per signing secret; each verifies", () => {
+  it("docs/api/webhooks.md §Signature: the header carries one v1 per signing secret; each verifies", () => {
     const [a, b] = [newSecret(), newSecret()];
     const t = Math.floor(Date.now() / 1000);
     const header = signatureHeader('{"x":1}', t, [a, b]);
@@ -39,7 +39,7 @@ describe("webhook secrets (API.md §11)", () => {
     expect(verifyWebhookSignature('{"x":1}', header, b).timestamp).toBe(t);
   });
 
-  it("API §11: a sealed secret signs through its prepared key as the plain secret does", () => {
+  it("docs/api/webhooks.md §Signature: a sealed secret signs through its prepared key as the plain secret does", () => {
     const box = secretBox(randomBytes(32));
     const secret = newSecret();
     const keyOf = signingKeys(box, 2);

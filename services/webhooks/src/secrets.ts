@@ -11,7 +11,7 @@ import { signWebhook } from "@funil/webhook-verify";
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const SEALED = "enc:v1:";
 
-/** A signing secret (API.md §11): `whsec_` and 32 base62 characters, uniformly random. */
+/** A signing secret (docs/api/webhooks.md §Signature): `whsec_` and 32 base62 characters, uniformly random. */
 export function newSecret(): string {
   let out = "whsec_";
   for (let i = 0; i < 32; i++) out += BASE62[randomInt(62)];
@@ -65,7 +65,7 @@ export function signingKeys(box: SecretBox, max = 10_000) {
   };
 }
 
-/** x-funil-signature (API.md §11): one v1 per secret that signs, made afresh at each attempt. */
+/** x-funil-signature (docs/api/webhooks.md §Signature): one v1 per secret that signs, made afresh at each attempt. */
 export function signatureHeader(
   body: string,
   unixSeconds: number,

@@ -1,7 +1,7 @@
 import { fail } from "@funil/errors";
 import { WEBHOOK_EVENTS, type WebhookEvent } from "@funil/schemas";
 
-/** A subscription as the store holds it (SPEC.md §2 Webhook subscription); secrets stay in the store. */
+/** A subscription as the store holds it (docs/api/webhooks.md §Subscription); secrets stay in the store. */
 export interface SubscriptionRecord {
   id: string;
   workspaceId: string;
@@ -25,14 +25,14 @@ export interface SubscriptionChanges {
   keyId?: string;
 }
 
-/** The scopes a key needs to hold subscriptions to these events (SPEC.md §5 rule 5, §6). */
+/** The scopes a key needs to hold subscriptions to these events (docs/api/webhooks.md §Subscribable events). */
 export function scopesFor(events: readonly string[]): string[] {
   const needed = new Set(["webhooks.manage"]);
   for (const e of events) needed.add(WEBHOOK_EVENTS[e as WebhookEvent]);
   return [...needed];
 }
 
-/** 403 missing_scope naming every scope the key lacks (API.md §1, §3). */
+/** 403 missing_scope naming every scope the key lacks (docs/api/conventions.md §Errors, §Scopes per route). */
 export function requireScopes(held: readonly string[], events: readonly string[]): void {
   const missing = scopesFor(events).filter((s) => !held.includes(s));
   if (missing.length > 0)
@@ -46,7 +46,7 @@ export function requireScopes(held: readonly string[], events: readonly string[]
 /** The events once each, in the order given. */
 export const distinct = (events: readonly string[]) => [...new Set(events)];
 
-/** A PATCH applied (API.md §11): `active: true` clears the reason and the breaker's clock. */
+/** A PATCH applied (docs/api/webhooks.md §Circuit breaker): `active: true` clears the reason and the breaker's clock. */
 export function applyPatch(s: SubscriptionRecord, c: SubscriptionChanges, now: Date): SubscriptionRecord {
   const next = { ...s };
   if (c.url !== undefined) next.url = c.url;

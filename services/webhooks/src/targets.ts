@@ -32,7 +32,7 @@ export async function blockedHost(host: string, resolve: Resolve = resolveAll): 
 }
 
 /**
- * The check of a subscription's URL at create and PATCH (API.md §11): https
+ * The check of a subscription's URL at create and PATCH (docs/api/webhooks.md §Subscription): https
  * (or http when allowed), and a host that resolves only to public addresses
  * (unless private targets are allowed). Each attempt checks again, on the
  * address it connects to (delivery.ts), since DNS can change.

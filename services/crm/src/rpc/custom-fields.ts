@@ -13,7 +13,7 @@ import type { CustomFieldStore } from "../store/custom-fields.js";
 import { customFieldToProto } from "./wire.js";
 
 /**
- * customFields of a body against the workspace's definitions (API.md §5): the
+ * customFields of a body against the workspace's definitions (docs/api/contacts.md §Contact): the
  * one field rule that needs data, so it runs here and not in the shared schemas.
  */
 export function customFieldsGuard(store: CustomFieldStore) {

@@ -9,7 +9,7 @@ import { crmDeps, migrations } from "../server.js";
 import { routes } from "./routes.js";
 
 /**
- * crm's handlers in-process (DESIGN.md: createRouterTransport on the real test
+ * crm's handlers in-process (docs/architecture.md §A service, room by room: createRouterTransport on the real test
  * database): every branch of decode → domain → store → encode, without a
  * network in between. End-to-end tests prove the wiring.
  */
@@ -60,7 +60,7 @@ async function contact(workspaceId: string, phone = "+55 11 90000-0001") {
   return (await crm.contacts.upsertContact({ workspaceId, fields: { phone } })).contact!;
 }
 
-describe("contacts handlers (API §5)", () => {
+describe("contacts handlers (docs/api/contacts.md §Contact)", () => {
   it("upsert: created, then found by phone and filled; needs phone or e-mail", async () => {
     const w = ws();
     const first = await crm.contacts.upsertContact({ workspaceId: w, fields: { phone: "11 5555-0000" } });
@@ -128,7 +128,7 @@ describe("contacts handlers (API §5)", () => {
   });
 });
 
-describe("opportunity handlers (API §6, §9)", () => {
+describe("opportunity handlers (docs/api/deals.md §Deal (opportunity); docs/api/conventions.md §Idempotency-Key)", () => {
   it("create under an Idempotency-Key: one deal, the replay is marked in a response header, another input is idempotency_key_reused", async () => {
     const w = ws();
     const [pl, ct] = [await pipeline(w), await contact(w)];
@@ -239,7 +239,7 @@ describe("opportunity handlers (API §6, §9)", () => {
   });
 });
 
-describe("reads made at once (an RPC batch) share one statement (issue 7)", () => {
+describe("reads made at once (an RPC batch) share one statement", () => {
   it("each read gets its own row; another workspace's id, an unknown id and a trashed deal are not_found", async () => {
     const [a, b] = [ws(), ws()];
     const [ca, cb] = [await contact(a, "+55 11 90000-0101"), await contact(b, "+55 11 90000-0102")];

@@ -115,7 +115,7 @@ export function opportunityService(deps: {
     },
 
     /**
-     * Create, at most once per Idempotency-Key (API.md §9): a replay answers
+     * Create, at most once per Idempotency-Key (docs/api/conventions.md §Idempotency-Key): a replay answers
      * the remembered deal, or throws the remembered failure, with the
      * response header funil-idempotent-replayed.
      */

@@ -101,7 +101,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
   return {
     get,
 
-    /** Keyset page in the order of API.md §4: (createdAt, id), or (updatedAt, id) when polling by update. */
+    /** Keyset page in the order of docs/api/conventions.md §Lists and pagination: (createdAt, id), or (updatedAt, id) when polling by update. */
     async list(
       workspaceId: string,
       f: ContactFilters,
@@ -125,7 +125,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
     },
 
     /**
-     * Upsert (API.md §5): by phone first, then e-mail, archived contacts
+     * Upsert (docs/api/contacts.md §POST /contacts (create or update: upsert)): by phone first, then e-mail, archived contacts
      * included. The unique indexes on phone digits and e-mail decide races:
      * a concurrent insert of the same phone makes this attempt fail with a
      * unique violation, and the retry finds and fills the winner's row.

@@ -24,7 +24,7 @@ import { checkReferences, mapWriteError, type Reference } from "./references.js"
 /** Emits a domain event inside the transaction of the change (outbox). */
 export type EmitDealEvent = (tx: TransactionSql, type: DealEventType, deal: DealRecord) => Promise<void>;
 
-/** Filters of GET /opportunities (SPEC.md §4 Deals): every *After is >, every *Before is <. */
+/** Filters of GET /opportunities (docs/api/deals.md §GET /opportunities): every *After is >, every *Before is <. */
 export interface DealFilters {
   pipelineId?: string;
   stageId?: string;
@@ -99,7 +99,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
   }
 
   /**
-   * The keyset page query of GET /opportunities, in the order of API.md §4:
+   * The keyset page query of GET /opportunities, in the order of docs/api/conventions.md §Lists and pagination:
    * (createdAt, id), or (updatedAt, id) when polling with updatedAfter.
    * Returned unexecuted so that a benchmark can EXPLAIN the very same query.
    */
@@ -190,7 +190,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
       return sql.begin((tx) => createIn(tx, workspaceId, input, now));
     },
 
-    /** Create under an Idempotency-Key: the key's claim and the deal commit together (API.md §9). */
+    /** Create under an Idempotency-Key: the key's claim and the deal commit together (docs/api/conventions.md §Idempotency-Key). */
     async createOnce(
       request: IdempotencyRequest,
       input: DealInput,
@@ -202,7 +202,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
       );
     },
 
-    /** PATCH (API.md §6); a change that changes nothing writes and emits nothing. */
+    /** PATCH (docs/api/deals.md §PATCH /opportunities/{id}); a change that changes nothing writes and emits nothing. */
     async update(workspaceId: string, id: string, changes: DealChanges, now: Date): Promise<DealRecord> {
       return sql.begin(async (tx) => {
         const found = await lockLive(tx, workspaceId, id);

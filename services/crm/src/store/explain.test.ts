@@ -11,7 +11,7 @@ import { pipelineStore } from "./pipelines.js";
 import { taskStore } from "./tasks.js";
 
 /**
- * The list queries use indexes that match their filters and order (issue 3):
+ * The list queries use indexes that match their filters and order (docs/api/conventions.md §Lists and pagination):
  * the very queries of the stores, EXPLAINed on 200 000 deals and 100 000
  * tasks spread over 51 workspaces. `EXPLAIN_OUT=bench/EXPLAIN.md` writes the
  * plans down.
@@ -163,7 +163,7 @@ function listCases(sql: Sql) {
 }
 
 describe("list queries use their indexes (EXPLAIN)", () => {
-  it("issue 3 §9: every list and funnel query of deals and tasks is an index scan, never a sequential scan", async () => {
+  it("docs/api/conventions.md §Lists and pagination: every list and funnel query of deals and tasks is an index scan, never a sequential scan", async () => {
     const sql = crm.sql;
     const funnel = funnelStore(sql);
     const at = (s: string) => new Date(s);
@@ -203,7 +203,7 @@ describe("list queries use their indexes (EXPLAIN)", () => {
     }
   }, 60_000);
 
-  it("issue 7: a page of the usual size keeps one plan (PostgreSQL's generic plan), and it uses the same index", async () => {
+  it("a page of the usual size keeps one plan (PostgreSQL's generic plan), and it uses the same index", async () => {
     const [current] = await crm.sql<{ db: string }[]>`select current_database() as db`;
     const url = new URL(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
     url.pathname = `/${current!.db}`;

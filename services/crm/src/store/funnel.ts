@@ -9,7 +9,7 @@ interface GroupRow {
 }
 
 /**
- * The funnel's figures (SPEC.md §4): one aggregate over the deals created in
+ * The funnel's figures (docs/api/deals.md §GET /funnel): one aggregate over the deals created in
  * the range, grouped by stage and status (byStage, byStatus and total all come
  * from it), and one over the deals closed in the range. Each is a single scan
  * of an index (opportunities_funnel, opportunities_by_won/lost), never a loop

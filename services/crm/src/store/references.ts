@@ -13,7 +13,7 @@ export interface Reference {
 /**
  * Checks that every referenced row exists in the workspace (a trashed deal
  * does not); throws one 422 invalid_reference naming each missing one
- * (API.md §1). The foreign keys of the tables stay the final guard.
+ * (docs/api/conventions.md §Errors). The foreign keys of the tables stay the final guard.
  */
 export async function checkReferences(
   tx: TransactionSql,

@@ -40,7 +40,7 @@ function stateColumns(s: TaskState) {
 }
 
 /**
- * References of a task (API.md §6): each must exist in the workspace (a
+ * References of a task (docs/api/deals.md §Task): each must exist in the workspace (a
  * trashed deal does not). A task about a deal is about the deal's contact:
  * contactId defaults to it, and another contactId is a 422.
  */
@@ -82,7 +82,7 @@ export function taskStore(sql: Sql, emit: EmitTaskEvent) {
   return {
     listQuery,
 
-    /** Keyset page in (createdAt, id) order (API.md §4). */
+    /** Keyset page in (createdAt, id) order (docs/api/conventions.md §Lists and pagination). */
     async list(workspaceId: string, f: TaskFilters, limit: number, after?: [Date, string]) {
       return listQuery(workspaceId, f, limit, after);
     },

@@ -8,7 +8,7 @@ declare module "fastify" {
     caller: Caller;
   }
   interface FastifyContextConfig {
-    /** The route needs one of these scopes (API.md §3). Every /api/v1 route declares it. */
+    /** The route needs one of these scopes (docs/api/conventions.md §Scopes per route). Every /api/v1 route declares it. */
     scopes?: string[];
     /** Learner routes: platform.read AND an operator workspace, else 403 forbidden_platform. */
     platform?: boolean;

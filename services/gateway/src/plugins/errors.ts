@@ -35,7 +35,7 @@ function answer(req: FastifyRequest, reply: FastifyReply, err: unknown) {
 }
 
 /**
- * One error handler (API.md §1): every failure answers
+ * One error handler (docs/api/conventions.md §Errors): every failure answers
  * {"error": {code, message, details?}}; a 5xx never shows its cause.
  */
 export const errorsPlugin = fp(async (app: FastifyInstance) => {

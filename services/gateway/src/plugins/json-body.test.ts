@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { firstInvalidUtf8 } from "./json-body.js";
 
-describe("firstInvalidUtf8 (issue finding 4: invalid UTF-8 is refused, not replaced)", () => {
+describe("firstInvalidUtf8 (docs/api/conventions.md §Text is kept as sent: invalid UTF-8 is refused, not replaced)", () => {
   it("finds nothing in well-formed UTF-8, whatever the characters", () => {
     fc.assert(
       fc.property(fc.string({ unit: "grapheme" }), (s) => {

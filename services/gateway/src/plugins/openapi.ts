@@ -21,7 +21,7 @@ const HEADERS = {
   RetryAfter: header("seconds to wait before retrying", "integer"),
 };
 
-/** Answers the gateway gives on any route, beside the ones each route documents (API.md §1). */
+/** Answers the gateway gives on any route, beside the ones each route documents (docs/api/conventions.md §Errors). */
 const COMMON: Array<{
   status: string;
   description: string;

@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 import { rateLimiter } from "../rate-limit.js";
 
 /**
- * RATE_LIMIT_MAX requests per key per RATE_LIMIT_WINDOW_MS (API.md §1), every
+ * RATE_LIMIT_MAX requests per key per RATE_LIMIT_WINDOW_MS (docs/api/conventions.md §Rate limits), every
  * answer with x-ratelimit-limit/-remaining/-reset, over it a 429 rate_limited
  * with retry-after. Replaces @fastify/rate-limit, which asked Redis on every
  * request and, with Redis away, either waited on it or stopped limiting.

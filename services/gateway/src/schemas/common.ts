@@ -10,7 +10,7 @@ export const errorResponse = z
   })
   .meta({ id: "Error" });
 
-/** The `response` entries of the given error statuses, all with the one error body (API.md §1). */
+/** The `response` entries of the given error statuses, all with the one error body (docs/api/conventions.md §Errors). */
 export const errorResponses = (...statuses: Array<400 | 401 | 403 | 404 | 409 | 422>) =>
   Object.fromEntries(statuses.map((status) => [status, errorResponse])) as Record<
     `${(typeof statuses)[number]}`,

@@ -102,7 +102,7 @@ function fieldSchema(field: DescField): z.ZodType {
   }
 }
 
-/** `{data, nextCursor}` (API.md §4). Single-page lists still type nextCursor string | null: generated clients keep it. */
+/** `{data, nextCursor}` (docs/api/conventions.md §Lists and pagination). Single-page lists still type nextCursor string | null: generated clients keep it. */
 export const page = <T extends z.ZodType>(item: T) =>
   z.object({ data: z.array(item), nextCursor: z.string().nullable() });
 
@@ -114,13 +114,13 @@ const touches = {
 export const contact = apiSchema(ContactSchema, { narrow: { status: contactStatus } }).meta({
   id: "Contact",
 });
-/** The single read adds the human touches (SPEC.md §2 Contact): never in the list. */
+/** The single read adds the human touches (docs/api/contacts.md §GET /contacts/{id}): never in the list. */
 export const contactDetail = contact.extend(touches).meta({ id: "ContactDetail" });
 
 export const deal = apiSchema(OpportunitySchema, { narrow: { status: dealStatus } }).meta({
   id: "Opportunity",
 });
-/** The single read adds three fields (SPEC.md §2 Deal): never in the list. */
+/** The single read adds three fields (docs/api/deals.md §GET /opportunities/{id}): never in the list. */
 export const dealDetail = deal
   .extend({ ...touches, lastActivityAt: z.string().nullable() })
   .meta({ id: "OpportunityDetail" });

@@ -18,7 +18,7 @@ function checked(m: JsMsg, subject: string): Checked {
 }
 
 /**
- * The live stream (API.md §10): a durable consumer of PLATFORM shared by every
+ * The live stream (docs/api/learners.md §Ingest): a durable consumer of PLATFORM shared by every
  * copy of the service. Each message is applied once (inbox keyed by its
  * Nats-Msg-Id, else its stream sequence) in one transaction; a message that
  * fails its schema is logged, sent to the dead-letter subject with the reason

@@ -145,7 +145,7 @@ afterAll(async () => {
 });
 
 describe("ListLearners", () => {
-  it("SPEC §2 Learner: only users with an enrollment and a profile, ordered by (createdAt, id), all-time counters", async () => {
+  it("docs/api/learners.md §GET /platform/users: only users with an enrollment and a profile, ordered by (createdAt, id), all-time counters", async () => {
     const { ids, data, next } = await list();
     expect(ids).toEqual(["u_ana", "u_bruno", "u_carla"]);
     expect(next).toBeUndefined();
@@ -168,14 +168,14 @@ describe("ListLearners", () => {
     });
   });
 
-  it("SPEC §4 Learner usage: q matches name or e-mail, contains, case- and accent-insensitive", async () => {
+  it("docs/api/learners.md §GET /platform/users: q matches name or e-mail, contains, case- and accent-insensitive", async () => {
     expect((await list({ q: "CONCEICAO" })).ids).toEqual(["u_ana"]);
     expect((await list({ q: "ção" })).ids).toEqual(["u_ana"]);
     expect((await list({ q: "@PLAT.IO" })).ids).toEqual(["u_ana", "u_bruno", "u_carla"]);
     expect((await list({ q: "%" })).ids).toEqual([]);
   });
 
-  it("SPEC §4 Learner usage: activeSince is >=, activeBefore is <, never-logged-in matches neither", async () => {
+  it("docs/api/learners.md §GET /platform/users: activeSince is >=, activeBefore is <, never-logged-in matches neither", async () => {
     expect((await list({ activeSince: "2026-11-15T00:00:00.000Z" })).ids).toEqual(["u_ana", "u_carla"]);
     expect((await list({ activeSince: "2026-11-15T00:00:00.001Z" })).ids).toEqual(["u_ana"]);
     expect((await list({ activeBefore: "2026-11-15T00:00:00.000Z" })).ids).toEqual([]);
@@ -183,7 +183,7 @@ describe("ListLearners", () => {
     expect((await list({ activeBefore: "2030-01-01T00:00:00Z" })).ids).toEqual(["u_ana", "u_carla"]);
   });
 
-  it("SPEC §4 Learner usage: keyset pages over (createdAt, id); a cursor is bound to its filters", async () => {
+  it("docs/api/learners.md §GET /platform/users: keyset pages over (createdAt, id); a cursor is bound to its filters", async () => {
     const first = await list({ limit: 2 });
     expect(first.ids).toEqual(["u_ana", "u_bruno"]);
     const second = await list({ limit: 2, cursor: first.next });
@@ -192,7 +192,7 @@ describe("ListLearners", () => {
     expect(await codeOf(client.listLearners({ cursor: "garbage" }))).toBe("invalid_cursor");
   });
 
-  it("API §1: bad filters are validation_failed, as over HTTP", async () => {
+  it("docs/api/conventions.md §Errors: bad filters are validation_failed, as over HTTP", async () => {
     expect(await codeOf(client.listLearners({ limit: 501 }))).toBe("validation_failed");
     expect(await codeOf(client.listLearners({ activeSince: "yesterday" }))).toBe("validation_failed");
     expect(await codeOf(client.listLearners({ q: "x".repeat(201) }))).toBe("validation_failed");
@@ -200,7 +200,7 @@ describe("ListLearners", () => {
 });
 
 describe("GetLearner", () => {
-  it("SPEC §2 Learner detail: access all-time, sessions and lessons/library in the 30-day default window", async () => {
+  it("docs/api/learners.md §GET /platform/users: access all-time, sessions and lessons/library in the 30-day default window", async () => {
     expect(await detail("u_ana")).toEqual({
       id: "u_ana",
       name: "Ana Conceição",
@@ -252,7 +252,7 @@ describe("GetLearner", () => {
     });
   });
 
-  it("API §10: days sets windowDays and the window of sessions, lessons and library only", async () => {
+  it("docs/api/learners.md §GET /platform/users/{id}: days sets windowDays and the window of sessions, lessons and library only", async () => {
     const week = await detail("u_ana", 7);
     expect(week).toMatchObject({ windowDays: 7, access: { sessionsInWindow: 1, lastIp: "10.0.0.2" } });
     expect(week.library).toHaveLength(1);
@@ -262,7 +262,7 @@ describe("GetLearner", () => {
     expect((quarter.lessons as Array<{ lessonId: string }>).map((l) => l.lessonId)).toEqual(["l1", "l2"]);
   });
 
-  it("SPEC §4: a never-logged-in learner has null access stamps and no sessions", async () => {
+  it("docs/api/learners.md §GET /platform/users: a never-logged-in learner has null access stamps and no sessions", async () => {
     expect((await detail("u_bruno")).access).toEqual({
       lastLoginAt: null,
       lastActiveAt: null,
@@ -271,17 +271,17 @@ describe("GetLearner", () => {
     });
   });
 
-  it("SPEC §7: 404 for an unknown user, a user without enrollment, or one whose profile never arrived", async () => {
+  it("docs/api/conventions.md §Errors: 404 for an unknown user, a user without enrollment, or one whose profile never arrived", async () => {
     for (const id of ["nobody", "u_dan", "u_eve"])
       expect(await codeOf(client.getLearner({ id }))).toBe("not_found");
   });
 
-  it("API §10: days outside 1..365 is validation_failed", async () => {
+  it("docs/api/learners.md §GET /platform/users/{id}: days outside 1..365 is validation_failed", async () => {
     for (const days of [0, 366, -1])
       expect(await codeOf(client.getLearner({ id: "u_ana", days }))).toBe("validation_failed");
   });
 
-  it("API §10: messages applied again change nothing (idempotent upserts)", async () => {
+  it("docs/api/learners.md §GET /platform/users/{id}: messages applied again change nothing (idempotent upserts)", async () => {
     const before = { list: await list(), ana: await detail("u_ana") };
     await feed();
     expect(await list()).toEqual(before.list);

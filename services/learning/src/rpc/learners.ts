@@ -11,7 +11,7 @@ import { learnerDetailToProto, learnerToProto } from "./wire.js";
 
 const LIST = "learners";
 
-/** Learner usage (SPEC.md §4, API.md §10): global data, no workspace. */
+/** Learner usage (docs/api/learners.md §GET /platform/users, §GET /platform/users/{id}): global data, no workspace. */
 export function learnerService(deps: {
   learners: LearnerStore;
   clock: Clock;

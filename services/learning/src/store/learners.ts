@@ -76,7 +76,7 @@ const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
  * Learners: users with a known profile and at least one enrollment
- * (SPEC.md §2). The partial indexes of the migration hold exactly them.
+ * (docs/api/learners.md §GET /platform/users). The partial indexes of the migration hold exactly them.
  */
 export function learnerStore(sql: Sql) {
   return {

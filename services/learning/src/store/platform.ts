@@ -4,7 +4,7 @@ import { type DataOf, type PlatformMessage, searchText } from "../messages.js";
 /**
  * Applies one platform message (the live stream). Each write is an upsert on
  * the message's natural key, written so that repeating a message changes
- * nothing and that the order of arrival does not matter where API.md §10 says
+ * nothing and that the order of arrival does not matter where docs/api/learners.md §GET /platform/users/{id} says
  * the latest `at` stands; the bulk import merges with the same rules, set-based
  * (store/bulk.ts).
  */

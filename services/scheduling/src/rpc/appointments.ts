@@ -160,7 +160,7 @@ export function appointmentService(deps: {
     },
 
     /**
-     * Book (API.md §7). With an Idempotency-Key (API.md §9) the request is
+     * Book (docs/api/meetings.md §POST /appointments). With an Idempotency-Key (docs/api/conventions.md §Idempotency-Key) the request is
      * checked and booked inside the key's transaction and goes straight to
      * PostgreSQL: a replay answers the remembered meeting or failure.
      */

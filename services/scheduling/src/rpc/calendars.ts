@@ -23,7 +23,7 @@ export function calendarService(deps: {
 }): ServiceImpl<typeof CalendarService> {
   const { calendars, appointments, crm, clock } = deps;
   return {
-    /** API.md §2: the assignees must be active members of the workspace (crm owns members). */
+    /** docs/api/admin.md §Routes: the assignees must be active members of the workspace (crm owns members). */
     async createCalendar(req) {
       const plain = plainOf(CreateCalendarRequestSchema, req);
       plain.availability = req.availability.map(({ weekday, start, end }) => ({ weekday, start, end }));

@@ -27,7 +27,7 @@ export type EmitMeetingEvent = (
   meeting: AppointmentRecord,
 ) => Promise<void>;
 
-/** Filters of GET /appointments (SPEC.md §4 Meetings, API.md §7). */
+/** Filters of GET /appointments (docs/api/meetings.md §GET /appointments). */
 export interface AppointmentFilters {
   from?: Date;
   to?: Date;
@@ -50,7 +50,7 @@ const EXCLUSION_VIOLATION = "23P01";
 const DAY_MS = 86_400_000;
 const CHECK_VIOLATION = "23514";
 
-/** The two booking rules, decided by the database (API.md §7), as their domain errors. */
+/** The two booking rules, decided by the database (docs/api/meetings.md §POST /appointments), as their domain errors. */
 function mapBookingError(err: unknown): never {
   const e = err as { code?: string; constraint_name?: string };
   if (e?.code === EXCLUSION_VIOLATION && e.constraint_name === "appointments_no_overlap")
@@ -75,7 +75,7 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
   const removeFromDay = (tx: TransactionSql, calendarId: string, day: LocalDay) => tx`
     update day_counts set count = count - 1 where calendar_id = ${calendarId} and local_day = ${day}`;
 
-  /** The contact's latest noshow that no meeting recovers yet (API.md §7). */
+  /** The contact's latest noshow that no meeting recovers yet (docs/api/meetings.md §POST /appointments). */
   async function unrecoveredNoshow(tx: TransactionSql, workspaceId: string, contactId: string) {
     const [row] = await tx<{ id: string }[]>`
       select a.id from appointments a
@@ -205,7 +205,7 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
 
     /**
      * Book under an Idempotency-Key: the key's claim and the meeting commit
-     * together (API.md §9). `prepare` checks the request inside the key's
+     * together (docs/api/conventions.md §Idempotency-Key). `prepare` checks the request inside the key's
      * transaction (reading through it, never through a second connection of
      * the pool), so its failures are remembered and a replay never runs it.
      */
@@ -260,7 +260,7 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
       });
     },
 
-    /** API.md §7: an outcome may be recorded at any time, and again (the last one stands). */
+    /** docs/api/meetings.md §POST /appointments/{id}/outcome: an outcome may be recorded at any time, and again (the last one stands). */
     async recordOutcome(workspaceId: string, id: string, outcome: Outcome, now: Date) {
       return sql.begin(async (tx) => {
         const found = await lock(tx, workspaceId, id);
@@ -280,7 +280,7 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
       return row?.count ?? 0;
     },
 
-    /** What free slots depend on, for a calendar and range (API.md §7). */
+    /** What free slots depend on, for a calendar and range (docs/api/meetings.md §GET /calendars/{id}/slots). */
     async occupancy(
       workspaceId: string,
       calendar: { id: string; assigneeUserIds: string[] },

@@ -18,7 +18,7 @@ export interface CalendarRecord {
 
 export type CalendarInput = Omit<CalendarRecord, "id" | "workspaceId" | "createdAt">;
 
-/** Calendars kept in memory: a calendar never changes once created (API.md §2 has no update). */
+/** Calendars kept in memory: a calendar never changes once created (docs/api/admin.md §Routes: there is no update). */
 const CACHED = 10_000;
 
 export function calendarStore(sql: Sql) {

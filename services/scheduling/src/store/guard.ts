@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 import type { LocalDay } from "../local-time.js";
 
 /**
- * Redis in front of PostgreSQL (DESIGN.md: scheduling): a short lock per
+ * Redis in front of PostgreSQL (docs/architecture.md §Services and what each owns: scheduling): a short lock per
  * assignee and start time, and a counter per calendar day, turn contention
  * away before it reaches the database. They only ever say "no" early: the
  * exclusion constraint and the day_counts check decide every booking, so a

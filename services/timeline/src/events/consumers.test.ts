@@ -36,7 +36,7 @@ afterAll(async () => {
   await nc?.close();
 });
 
-describe("ingest consumers (issue 10 §1)", () => {
+describe("ingest consumers (docs/api/interactions.md §Ingest)", () => {
   it("a database outage naks with a delay: nothing is lost, nothing parked, each row stored once", async () => {
     const consumers = await startConsumers({ nc, names, log: pino({ level: "silent" }) }, timelineDeps(sql));
     const js = jetstream(nc);

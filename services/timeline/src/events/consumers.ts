@@ -26,7 +26,7 @@ const INGEST_CONCURRENCY = 3;
 type Storable = { msg: JsMsg; item: Exclude<IngestItem, { kind: "excluded" }> };
 
 /**
- * The timeline's durable consumers (API.md §8), shared by every copy of the
+ * The timeline's durable consumers (docs/api/interactions.md §Ingest), shared by every copy of the
  * service: the inbox (messages and reassignments), calls and e-mails from
  * INGEST, and the domain events of EVENTS (notes and the activity ledger).
  * NATS 2.9 takes one filter subject per consumer, hence one per source.

@@ -9,7 +9,7 @@ import { type InteractionRecord, ingestItemOf } from "../ingest.js";
 import { migrations, timelineDeps } from "../server.js";
 import { routes, type TimelineDeps } from "./routes.js";
 
-/** timeline's handlers in-process on the real test database (DESIGN.md "A service, room by room"). */
+/** timeline's handlers in-process on the real test database (docs/architecture.md §A service, room by room). */
 const names = naming(`${process.env.FUNIL_TEST_ENV}_handlers`);
 let sql: Sql;
 let deps: TimelineDeps;
@@ -54,7 +54,7 @@ function touch(workspaceId: string, contactId: string, at: string, rowId = `r${+
   return item.interaction;
 }
 
-describe("SummaryService (SPEC.md §2 single-read fields, API.md §6)", () => {
+describe("SummaryService (docs/api/contacts.md §GET /contacts/{id}; docs/api/deals.md §GET /opportunities/{id})", () => {
   it("a deal's touches count from its creation: the summary, or one probe when the window starts mid-history", async () => {
     const w = ws();
     for (const at of ["2026-01-01T00:00:00Z", "2026-01-05T00:00:00Z", "2026-01-09T00:00:00Z"])
@@ -110,7 +110,7 @@ describe("SummaryService (SPEC.md §2 single-read fields, API.md §6)", () => {
   });
 });
 
-describe("InteractionService (SPEC.md §4)", () => {
+describe("InteractionService (docs/api/interactions.md §GET /interactions)", () => {
   it("limit 0 is the default (100); limits outside 1..500 and bad channels are InvalidArgument", async () => {
     const w = ws();
     for (let i = 0; i < 101; i++)

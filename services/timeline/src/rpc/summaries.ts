@@ -20,7 +20,7 @@ export function summaryService(deps: { summaries: SummaryStore }): ServiceImpl<t
     },
 
     /**
-     * A deal's touches count from its creation (API.md §6), for its contact:
+     * A deal's touches count from its creation (docs/api/deals.md §GET /opportunities/{id}), for its contact:
      * as the caller gives them, else as opportunity.created made them known.
      */
     async getDealSummary(req) {

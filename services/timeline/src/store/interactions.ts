@@ -121,7 +121,7 @@ export function interactionStore(sql: Sql) {
       return (await store([r], assignment ? [assignment] : [])) === 1;
     },
 
-    /** Keyset page in (createdAt desc, id desc) order (SPEC.md rule 2), after the position given. */
+    /** Keyset page in (createdAt desc, id desc) order (docs/api/interactions.md §The 12 rules of the timeline, rule 2), after the position given. */
     async list(workspaceId: string, f: InteractionFilters, limit: number, after?: [Date, string]) {
       const c = [sql`i.workspace_id = ${workspaceId}`];
       if (f.contactId) c.push(sql`i.contact_id = ${f.contactId}`);

@@ -66,7 +66,7 @@ export function summaryStore(sql: Sql) {
   });
 
   /**
-   * The contact's touches at or after `since` (a deal's creation, API.md §6), from the contact's summary
+   * The contact's touches at or after `since` (a deal's creation, docs/api/deals.md §GET /opportunities/{id}), from the contact's summary
    * `all`: it answers unless the contact's first touch came before `since` and a later one after it; then
    * one probe of the human-touch index finds the first touch since.
    */
@@ -90,7 +90,7 @@ export function summaryStore(sql: Sql) {
     contactTouches,
 
     /**
-     * What a deal's single read needs (API.md §6), in one statement: whether the deal is known (from
+     * What a deal's single read needs (docs/api/deals.md §GET /opportunities/{id}), in one statement: whether the deal is known (from
      * opportunity.created), its contact's touches since the deal's creation, and the latest entry of its
      * ledger (null = none). A deal not known yet is read for the contact and creation the caller gives.
      */

@@ -13,7 +13,7 @@ const BATCH = 64;
 const GATHER_MS = 5;
 
 /**
- * The durable consumer of EVENTS (issue 11 §2): each subscribable event
+ * The durable consumer of EVENTS (docs/api/webhooks.md §What a receiver gets): each subscribable event
  * becomes one delivery per matching active subscription of its workspace,
  * queued on WEBHOOK_DELIVERIES through the outbox. Copies of the service
  * share the consumer; the store makes a redelivered event a no-op, so

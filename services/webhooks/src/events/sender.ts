@@ -69,7 +69,7 @@ const RECHECK_MS = 100;
 type Key = Awaited<ReturnType<Client<typeof AuthService>["getKey"]>>;
 
 /**
- * The key's current scopes, uncached (API.md §11: an attempt that starts
+ * The key's current scopes, uncached (docs/api/webhooks.md §Scope revoked: an attempt that starts
  * after a revocation always sees it). Attempts that ask about the same key
  * within `windowMs` of each other share one request, sent after every one of
  * them started: none of them can miss a revocation that came before it.
@@ -138,7 +138,7 @@ function jobOf(m: JsMsg): HeldJob | undefined {
 const FINAL: Outcome = { final: true };
 
 /**
- * The worker of WEBHOOK_DELIVERIES (issue 11 §3-5): one signed POST per
+ * The worker of WEBHOOK_DELIVERIES (docs/api/webhooks.md §Retries): one signed POST per
  * delivery of a job, each in a slot of its subscription; every outcome is
  * written to its delivery's row before the job is acknowledged, or handed
  * back with the delay of its earliest retry (`nak`, the schedule of
@@ -241,7 +241,7 @@ export async function startSender(deps: {
   /**
    * What an attempt checks before its POST: the delivery is still pending
    * and due, its subscription active, and the subscription's key still holds
-   * the event's read scope, asked now, uncached (API.md §11). Answers the
+   * the event's read scope, asked now, uncached (docs/api/webhooks.md §Scope revoked). Answers the
    * delivery to send, or what became of it. `read`: the delivery as its job
    * read it, when that was at most RECHECK_MS ago; else it is read now.
    */

@@ -64,8 +64,8 @@ const create = (url: string, events = ["contact.created"], keyId = "key_all") =>
     (err) => ({ error: describeError(err) }),
   );
 
-describe("webhooks handlers (API.md §11)", () => {
-  it("API §11: http:// is refused unless WEBHOOK_ALLOW_HTTP", async () => {
+describe("webhooks handlers (docs/api/webhooks.md)", () => {
+  it("docs/api/webhooks.md §Subscription: http:// is refused unless WEBHOOK_ALLOW_HTTP", async () => {
     const res = await create("http://example.com/hook");
     expect(res).toMatchObject({ error: { status: 400, code: "validation_failed" } });
     expect(JSON.stringify(res)).toContain("url must use https");
@@ -79,18 +79,18 @@ describe("webhooks handlers (API.md §11)", () => {
     "https://[::ffff:127.0.0.1]/hook",
     "https://[fd00:ec2::254]/hook",
     "https://localhost/hook",
-  ])("API §11: a URL whose host is loopback, private, link-local or metadata is a 400: %s", async (url) => {
+  ])("docs/api/webhooks.md §Subscription: a private, loopback or metadata host is a 400: %s", async (url) => {
     const res = await create(url);
     expect(res).toMatchObject({
       error: { status: 400, code: "validation_failed", details: [{ path: "body.url" }] },
     });
   });
 
-  it("API §11: credentials in the URL are refused", async () => {
+  it("docs/api/webhooks.md §Subscription: credentials in the URL are refused", async () => {
     expect(await create("https://user:pw@8.8.8.8/hook")).toMatchObject({ error: { status: 400 } });
   });
 
-  it("API §11: with WEBHOOK_SECRET_KEY the secret is stored encrypted (AES-256-GCM), never in clear", async () => {
+  it("docs/api/webhooks.md §POST /webhooks: with WEBHOOK_SECRET_KEY the secret is stored encrypted (AES-256-GCM), never in clear", async () => {
     const res = await create("https://8.8.8.8/hook");
     if (!("ok" in res)) throw new Error(JSON.stringify(res));
     const [row] = await sql<{ secret: string }[]>`
@@ -100,7 +100,7 @@ describe("webhooks handlers (API.md §11)", () => {
     expect(secretBox(key).open(row!.secret)).toBe(res.ok.secret);
   });
 
-  it("SPEC §5 rule 5 over gRPC: the same missing_scope and validation_failed as over HTTP", async () => {
+  it("docs/api/webhooks.md §Subscribable events over gRPC: the same missing_scope and validation_failed as over HTTP", async () => {
     expect(await create("https://8.8.8.8/hook", ["opportunity.won"])).toMatchObject({
       error: {
         status: 403,

@@ -37,7 +37,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
 
   /**
    * The asking key must hold webhooks.manage and the read scope of every
-   * event (SPEC.md §5 rule 5), asked of the gateway's Auth now, uncached.
+   * event (docs/api/webhooks.md §Subscribable events), asked of the gateway's Auth now, uncached.
    */
   async function vouch(workspaceId: string, keyId: string, events: string[]) {
     const key = keyId ? await deps.auth.getKey({ keyId }) : undefined;

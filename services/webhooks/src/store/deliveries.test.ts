@@ -5,7 +5,7 @@ import { migrations } from "../server.js";
 import { deliveryStore } from "./deliveries.js";
 import { subscriptionStore } from "./subscriptions.js";
 
-/** The job leases on the real test database: one sender at a time works on a job (issue 11 §2, §4). */
+/** The job leases on the real test database: one sender at a time works on a job (docs/api/webhooks.md §Retries). */
 const names = naming(`${process.env.FUNIL_TEST_ENV}_leases`);
 let sql: Sql;
 let store: ReturnType<typeof deliveryStore>;
@@ -47,7 +47,7 @@ describe("job leases", () => {
 });
 
 describe("a subscription's deliveries", () => {
-  it("API §11: DELETE takes its deliveries with it, also those of fan-outs racing with it; none is left behind", async () => {
+  it("docs/api/webhooks.md §What a receiver gets: DELETE takes its deliveries with it, also those of fan-outs racing with it; none is left behind", async () => {
     const subscriptions = subscriptionStore(sql);
     const workspaceId = `ws_${Date.now()}`;
     const event = (i: number) => ({

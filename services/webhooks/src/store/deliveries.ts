@@ -1,7 +1,7 @@
 import { type EventEnvelope, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
 import type { AttemptResult, Next } from "../schedule.js";
 
-/** A delivery as the API shows it (SPEC.md §2 Webhook delivery). */
+/** A delivery as the API shows it (docs/api/webhooks.md §Delivery). */
 export interface DeliveryRecord {
   id: string;
   subscriptionId: string;
@@ -36,7 +36,7 @@ const FANOUT = "fanout";
 const columns = (sql: Sql) =>
   sql`id, subscription_id, event, status, attempts, response_status, last_error, last_attempt_at, created_at`;
 
-/** The body of every attempt of a delivery (API.md §11), fixed when the event is fanned out. */
+/** The body of every attempt of a delivery (docs/api/webhooks.md §What a receiver gets), fixed when the event is fanned out. */
 export const deliveryBody = (e: EventEnvelope) =>
   JSON.stringify({
     id: e.id,
@@ -173,7 +173,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       });
     },
 
-    /** The 50 most recent deliveries of a subscription (SPEC.md §4, §8). */
+    /** The 50 most recent deliveries of a subscription (docs/api/webhooks.md §GET /webhooks/{id}/deliveries; docs/api/conventions.md §Limits). */
     async recent(subscriptionId: string): Promise<DeliveryRecord[]> {
       return sql<DeliveryRecord[]>`
         select ${columns(sql)} from deliveries where subscription_id = ${subscriptionId}
@@ -286,7 +286,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
 
     /**
      * The subscription's key lost the event's read scope or was revoked
-     * (SPEC.md §3): deactivated (scope_revoked), its pending deliveries dead.
+     * (docs/api/webhooks.md §Scope revoked): deactivated (scope_revoked), its pending deliveries dead.
      */
     async revokeScope(delivery: DueDelivery, reason: string, now: Date): Promise<void> {
       await sql.begin(async (tx) => {

@@ -4,7 +4,7 @@ import { applyPatch, type SubscriptionChanges, type SubscriptionRecord } from ".
 const columns = (sql: Sql) => sql`
   id, workspace_id, key_id, url, events, description, active, disabled_reason, failing_since, created_at, updated_at`;
 
-/** The secret to rotate in for 24 h besides the new one (API.md §11). */
+/** The secret to rotate in for 24 h besides the new one (docs/api/webhooks.md §POST /webhooks/{id}/rotate-secret). */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
 
 export function subscriptionStore(sql: Sql) {

@@ -51,7 +51,7 @@ const keyJson = (k: KeyRecord) => ({
 });
 
 /**
- * The admin API (API.md §2): operators of the installation, authenticated by
+ * The admin API (docs/api/admin.md §Routes): operators of the installation, authenticated by
  * ADMIN_TOKEN. Without ADMIN_TOKEN the routes do not exist.
  */
 export const adminRoutes =

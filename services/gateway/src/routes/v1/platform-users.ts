@@ -6,11 +6,11 @@ import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { learner, learnerDetail, page } from "../../schemas/responses.js";
 
-// platform.read AND an operator workspace, else 403 forbidden_platform (SPEC.md §5 rule 3).
+// platform.read AND an operator workspace, else 403 forbidden_platform (docs/api/learners.md (operator workspace and platform.read)).
 const platform = { platform: true };
 const errors = errorResponses(400, 401, 403, 404);
 
-/** Learner usage (SPEC.md §4): global platform data, never filtered by the caller's workspace. */
+/** Learner usage (docs/api/learners.md §GET /platform/users): global platform data, never filtered by the caller's workspace. */
 export const platformUserRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
   async (app) => {

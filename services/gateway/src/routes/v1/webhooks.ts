@@ -8,7 +8,7 @@ import { delivery, page, webhook, webhookCreated, webhookSecret } from "../../sc
 import { pageOf, wholeListQuery } from "./whole-list.js";
 
 // The read scopes of the events are checked by the webhooks service, which asks for the key's current
-// scopes itself (API.md §3, §11): one owner for the rule, over HTTP and gRPC alike.
+// scopes itself (docs/api/conventions.md §Scopes per route; docs/api/webhooks.md §Scope revoked): one owner for the rule, over HTTP and gRPC alike.
 const config = { scopes: ["webhooks.manage"] };
 const errors = errorResponses(400, 401, 403, 404);
 const tags = ["webhooks"];

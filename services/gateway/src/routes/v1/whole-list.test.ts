@@ -6,7 +6,7 @@ const items = ["a", "b", "c", "d", "e"].map((id) => ({ id }));
 const base = { list: "members", workspaceId: "ws_1", key: (i: { id: string }) => i.id };
 const ids = (page: { data: Array<{ id: string }> }) => page.data.map((i) => i.id);
 
-describe("issue finding 7: the short lists page by limit and a signed cursor", () => {
+describe("docs/api/conventions.md §Lists and pagination: the short lists page by limit and a signed cursor", () => {
   it("a list under the limit is one page with nextCursor null", () => {
     expect(pageOf(items, { ...base, limit: 500 })).toEqual({ data: items, nextCursor: null });
     expect(pageOf(items, { ...base, limit: 5 }).nextCursor).toBeNull();
