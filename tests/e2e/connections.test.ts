@@ -49,7 +49,6 @@ describe("connections are a budget", () => {
     const testRun = stackConnections(testPool) + scaleStack(testPool) + TEST_CLIENTS;
     expect(DEFAULT_STACK_BUDGET + testRun + HEADROOM).toBeLessThanOrEqual(MAX_CONNECTIONS - RESERVED);
   });
-
 });
 
 describe("the run's stack holds what its pools allow, and says who holds what", () => {
