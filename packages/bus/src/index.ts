@@ -85,11 +85,19 @@ export function watchBus(
 }
 export type BusWatch = ReturnType<typeof watchBus>;
 
-/** How the streams are kept: the number of servers that store each (NATS_STREAM_REPLICAS). */
+/** How the streams are kept: the number of servers that store each (NATS_STREAM_REPLICAS), and for how long. */
 export interface StreamOptions {
   /** Copies of every stream in a JetStream cluster (1..5; default 1, the only value a lone server takes). */
   replicas?: number;
+  /**
+   * How long each stream keeps a message (`max_age`), in ms: the `<STREAM>_MAX_AGE_MS` settings
+   * (docs/operations.md §Retention). A stream not named keeps its messages until they are deleted.
+   */
+  maxAgeMs?: Partial<Record<StreamName, number>>;
 }
+
+/** The duplicate window drops an outbox row the relay publishes again; JetStream wants it within max_age. */
+const DUPLICATE_WINDOW_MS = 2 * 60_000;
 
 /**
  * Creates the streams with the FUNIL_ENV naming, or updates them to the current definition: a stream
@@ -107,11 +115,13 @@ export async function ensureStreams(
   const jsm = await jetstreamManager(nc);
   const replicas = options.replicas ?? 1;
   for (const key of names) {
+    const maxAgeMs = options.maxAgeMs?.[key] ?? 0;
     const config = {
       name: naming.stream(key),
       subjects: STREAMS[key].subjects.map((s) => naming.subject(s)),
       storage: StorageType.File,
-      duplicate_window: nanos(2 * 60_000),
+      duplicate_window: nanos(maxAgeMs > 0 ? Math.min(DUPLICATE_WINDOW_MS, maxAgeMs) : DUPLICATE_WINDOW_MS),
+      max_age: nanos(maxAgeMs),
       num_replicas: replicas,
     };
     await putStream(jsm, config).catch((err) => {

@@ -3,6 +3,16 @@ import { z } from "zod";
 
 export { z };
 
+const DAY_MS = 86_400_000;
+/** A retention in ms: at least a second, at most ten years. */
+const retention = (fallback: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .max(3650 * DAY_MS)
+    .default(fallback);
+
 /** Settings every process shares (docs/operations.md §Configuration). */
 export const baseEnv = z.object({
   FUNIL_ENV: z
@@ -12,7 +22,7 @@ export const baseEnv = z.object({
   DATABASE_URL: z.url().default("postgres://postgres@127.0.0.1:5432/postgres"),
   /**
    * Connections each process's request pool may hold open to its database; a service's outbox relay
-   * holds two more. 3: a default stack then needs at most 28 of PostgreSQL's 100 (README "Connections").
+   * holds one more. 3: a default stack then needs at most 23 of PostgreSQL's 100 (README "Connections").
    */
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(3),
   /** Seconds an idle pooled connection stays open before it is released (0: kept until the process ends). */
@@ -21,6 +31,25 @@ export const baseEnv = z.object({
   NATS_URL: z.string().min(1).default("nats://127.0.0.1:4222"),
   /** Servers of a JetStream cluster that keep a copy of every stream: 1 on a lone server, 3 on Kubernetes. */
   NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /**
+   * How long each stream keeps a message (docs/operations.md §Retention). A consumer down for longer
+   * loses what it did not take; the webhook jobs must outlive the retry schedule (about 15 h by default).
+   */
+  EVENTS_MAX_AGE_MS: retention(7 * DAY_MS),
+  INGEST_MAX_AGE_MS: retention(7 * DAY_MS),
+  PLATFORM_MAX_AGE_MS: retention(7 * DAY_MS),
+  WEBHOOK_JOBS_MAX_AGE_MS: retention(7 * DAY_MS),
+  /**
+   * How long a consumer remembers a message it handled (the inbox rows): at least as long as any stream
+   * keeps a message, or a message still in a stream could be applied twice (checked at start).
+   */
+  INBOX_RETENTION_MS: retention(8 * DAY_MS),
+  /** How often each process sweeps what its retention settings let go. */
+  RETENTION_SWEEP_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .default(10 * 60_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /**
    * Secrets that sign list cursors, comma-separated: the first signs new cursors, every one verifies

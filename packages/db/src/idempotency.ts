@@ -151,23 +151,6 @@ export async function deleteExpiredIdempotencyKeys(
   return rows.length;
 }
 
-/** Periodic cleanup for a service process; stop() ends it. */
-export function startIdempotencyCleanup(opts: {
-  sql: Sql;
-  now: () => Date;
-  intervalMs?: number;
-  retentionMs?: number;
-  onError?: (err: unknown) => void;
-}) {
-  const run = () => {
-    deleteExpiredIdempotencyKeys(opts.sql, opts.now(), opts.retentionMs).catch((err) => opts.onError?.(err));
-  };
-  const timer = setInterval(run, opts.intervalMs ?? 10 * 60_000);
-  timer.unref();
-  run();
-  return { stop: () => clearInterval(timer) };
-}
-
 /** JSON with object keys sorted at every depth, so equal bodies have equal text. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";

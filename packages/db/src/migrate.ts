@@ -53,6 +53,11 @@ const coreMigrations: Array<[string, string]> = [
     "core:00004_outbox_traceparent",
     "alter table outbox add column traceparent text;",
   ],
+  [
+    // The inbox sweep deletes by age (retention.ts): without it each sweep would read the whole table.
+    "core:00005_inbox_by_age",
+    "create index inbox_processed_at on inbox (processed_at);",
+  ],
 ];
 
 /**

@@ -5,15 +5,19 @@ import {
   ensureStreams,
   type NatsConnection,
   publisher,
+  type StreamName,
   watchBus,
 } from "@funil/bus";
 import { type Clock, createLogger, type Logger, loadConfig, type Naming, naming, z } from "@funil/config";
 import {
+  idempotencySweep,
+  inboxSweep,
   migrate,
   openDatabase,
   type Sql,
-  startIdempotencyCleanup,
+  type Sweep,
   startOutboxRelay,
+  startSweeps,
   type TransactionSql,
   writeEvent,
 } from "@funil/db";
@@ -49,6 +53,31 @@ export interface ServiceConfig {
   HOST: string;
   CURSOR_KEYS?: string[] | undefined;
   RPC_MAX_CONNECTION_AGE_MS?: number;
+  EVENTS_MAX_AGE_MS: number;
+  INGEST_MAX_AGE_MS: number;
+  PLATFORM_MAX_AGE_MS: number;
+  WEBHOOK_JOBS_MAX_AGE_MS: number;
+  INBOX_RETENTION_MS: number;
+  RETENTION_SWEEP_MS: number;
+}
+
+/**
+ * Each stream's max_age from the settings. An inbox kept for less time than a stream keeps a message
+ * would forget a message that can still come again (a consumer reset, a redelivery): the start refuses it.
+ */
+export function streamMaxAges(config: ServiceConfig): Record<StreamName, number> {
+  const ages: Record<StreamName, number> = {
+    EVENTS: config.EVENTS_MAX_AGE_MS,
+    INGEST: config.INGEST_MAX_AGE_MS,
+    PLATFORM: config.PLATFORM_MAX_AGE_MS,
+    WEBHOOK_DELIVERIES: config.WEBHOOK_JOBS_MAX_AGE_MS,
+  };
+  const longest = Math.max(...Object.values(ages));
+  if (config.INBOX_RETENTION_MS < longest)
+    throw new Error(
+      `INBOX_RETENTION_MS (${config.INBOX_RETENTION_MS}) must be at least the longest stream max age (${longest})`,
+    );
+  return ages;
 }
 
 export interface Wired {
@@ -65,6 +94,8 @@ export interface Wired {
   consumers?: Consumer[];
   /** Its own dependencies, reported by the HealthService beside the database and the bus. */
   dependencies?: HealthSources["dependencies"];
+  /** What it keeps only for a while, swept beside the inbox and the idempotency keys. */
+  sweeps?: Sweep[];
 }
 
 /**
@@ -97,7 +128,10 @@ export async function startService(opts: {
   });
   await migrate(sql, opts.migrations);
   const nc = await connectBus(config.NATS_URL, name);
-  await ensureStreams(nc, names, undefined, { replicas: config.NATS_STREAM_REPLICAS });
+  await ensureStreams(nc, names, undefined, {
+    replicas: config.NATS_STREAM_REPLICAS,
+    maxAgeMs: streamMaxAges(config),
+  });
 
   const infra: Infra = {
     config,
@@ -111,11 +145,15 @@ export async function startService(opts: {
     },
   };
   const wired = await opts.wire(infra);
-  // Idempotency keys are remembered 24 h (docs/api/conventions.md §Idempotency-Key); older rows are swept here.
-  const idempotencyCleanup = startIdempotencyCleanup({
+  // What the process keeps only for a while (docs/operations.md §Retention): idempotency keys (24 h),
+  // the inbox, and the service's own.
+  const sweeps = startSweeps({
     sql,
     now: () => clock.now(),
-    onError: (err) => log.warn({ err }, "idempotency cleanup failed, will retry"),
+    intervalMs: config.RETENTION_SWEEP_MS,
+    sweeps: [idempotencySweep(), inboxSweep(config.INBOX_RETENTION_MS), ...(wired.sweeps ?? [])],
+    onSwept: (sweep, rows) => log.debug({ sweep, rows }, "retention: swept"),
+    onError: (sweep, err) => log.warn({ sweep, cause: causeOf(err) }, "retention sweep failed, will retry"),
   });
   // An outage is one line when it starts and one when it ends, without a stack: not a bug.
   // The relay runs on one session of its own, opened with the pool's settings (outbox.ts).
@@ -151,7 +189,7 @@ export async function startService(opts: {
     async stop() {
       await Promise.all([server.close(), wired.stop?.()]);
       await wired.release?.();
-      idempotencyCleanup.stop();
+      await sweeps.stop();
       await relay.stop();
       await nc.drain();
       await sql.end({ timeout: 5 });

@@ -1,0 +1,146 @@
+import { naming } from "@funil/config";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// @ts-expect-error: plain ESM script without types, shared with `npm start`
+import { startStack } from "../../scripts/stack.mjs";
+import { request } from "../helpers.js";
+import { dropDatabases, stackEnv } from "../private-stack.js";
+
+/**
+ * Nothing grows without bound (docs/operations.md §Retention): a stack of its own with short retentions
+ * takes writes for a while, and what it keeps (the consumers' inbox rows, the streams' messages) levels
+ * off instead of growing with what was written, then goes once the writes stop.
+ *
+ * `npm test` runs it for a few seconds with retentions of seconds. SOAK_MINUTES=30 runs it for that long
+ * with minute-scale retentions and prints the sizes it sampled.
+ */
+const MINUTES = Number(process.env.SOAK_MINUTES ?? 0);
+const LONG = MINUTES > 0;
+const WRITE_MS = LONG ? MINUTES * 60_000 : 12_000;
+const STREAM_AGE_MS = LONG ? 60_000 : 2_000;
+const INBOX_MS = LONG ? 90_000 : 3_000;
+const SWEEP_MS = LONG ? 10_000 : 500;
+const SAMPLE_MS = LONG ? 10_000 : 1_000;
+
+const ENV = `${process.env.FUNIL_TEST_ENV ?? "test"}_soak`;
+const names = naming(ENV);
+const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const STREAMS = ["EVENTS", "INGEST", "PLATFORM", "WEBHOOK_DELIVERIES"];
+const INBOXES = ["webhooks", "learning", "timeline", "crm", "scheduling"];
+
+// biome-ignore lint/suspicious/noExplicitAny: the stack script has no types
+let stack: any;
+let server: postgres.Sql;
+let nc: Awaited<ReturnType<typeof connect>>;
+
+beforeAll(async () => {
+  await dropDatabases(ENV, SERVER);
+  const env = stackEnv({
+    FUNIL_ENV: ENV,
+    LOG_LEVEL: "warn",
+    RATE_LIMIT_MAX: "1000000",
+    EVENTS_MAX_AGE_MS: String(STREAM_AGE_MS),
+    INGEST_MAX_AGE_MS: String(STREAM_AGE_MS),
+    PLATFORM_MAX_AGE_MS: String(STREAM_AGE_MS),
+    WEBHOOK_JOBS_MAX_AGE_MS: String(STREAM_AGE_MS),
+    INBOX_RETENTION_MS: String(INBOX_MS),
+    RETENTION_SWEEP_MS: String(SWEEP_MS),
+  });
+  stack = await startStack({ env, port: 0, stdio: "ignore", log: () => {} });
+  server = postgres(SERVER, { max: 1, onnotice: () => {} });
+  nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await nc?.close();
+  await server?.end();
+  await dropDatabases(ENV, SERVER);
+});
+
+/** Rows in every service's inbox, and messages in every stream, now. */
+async function sizes() {
+  let inbox = 0;
+  for (const service of INBOXES) {
+    const db = postgres(SERVER.replace(/\/[^/]*$/, `/${names.database(service)}`), {
+      max: 1,
+      onnotice: () => {},
+    });
+    try {
+      inbox += (await db<{ n: number }[]>`select count(*)::int as n from inbox`)[0]!.n;
+    } finally {
+      await db.end();
+    }
+  }
+  const jsm = await jetstreamManager(nc);
+  let messages = 0;
+  for (const stream of STREAMS) messages += (await jsm.streams.info(names.stream(stream))).state.messages;
+  return { inbox, messages };
+}
+
+describe("retention: what the stack keeps levels off (docs/operations.md §Retention)", () => {
+  it(
+    `under ${LONG ? `${MINUTES} minutes` : "a few seconds"} of writes the inbox rows and stream messages level off, and go once the writes stop`,
+    async () => {
+      const admin = (method: string, path: string, body?: unknown) =>
+        request(method, `${stack.gatewayUrl}/admin/v1${path}`, body, {
+          authorization: `Bearer ${stack.adminToken}`,
+        });
+      const ws = await admin("POST", "/workspaces", { name: "Soak" });
+      const key = await admin("POST", `/workspaces/${ws.body.id}/keys`, {
+        name: "soak",
+        scopes: ["contacts.write", "contacts.read"],
+      });
+      const auth = { authorization: `Bearer ${key.body.secret}` };
+
+      let written = 0;
+      const samples: Array<{ at: number; written: number; inbox: number; messages: number }> = [];
+      const started = Date.now();
+      let nextSample = started + SAMPLE_MS;
+      while (Date.now() - started < WRITE_MS) {
+        const answers = await Promise.all(
+          Array.from({ length: 5 }, () =>
+            request(
+              "POST",
+              `${stack.gatewayUrl}/api/v1/contacts`,
+              { name: "Soak", email: `soak-${written++}-${Math.random()}@soak.test` },
+              auth,
+            ),
+          ),
+        );
+        for (const a of answers) expect(a.status).toBe(201);
+        if (Date.now() >= nextSample) {
+          samples.push({ at: Date.now() - started, written, ...(await sizes()) });
+          nextSample += SAMPLE_MS;
+        }
+      }
+      if (LONG) console.table(samples);
+
+      // What is kept is what the last retention's writes left, not what the whole run wrote: once the run
+      // is longer than twice the longest retention, the last samples stay under what the first half of
+      // the run alone wrote.
+      const last = samples.at(-1)!;
+      const half = samples.find((s) => s.at >= WRITE_MS / 2)!;
+      expect(last.inbox).toBeLessThan(half.written);
+      expect(last.messages).toBeLessThan(half.written);
+      const lateThird = samples.filter((s) => s.at >= (2 * WRITE_MS) / 3);
+      const middleThird = samples.filter((s) => s.at >= WRITE_MS / 3 && s.at < (2 * WRITE_MS) / 3);
+      if (LONG) {
+        const peak = (xs: typeof samples, k: "inbox" | "messages") => Math.max(...xs.map((s) => s[k]));
+        expect(peak(lateThird, "inbox")).toBeLessThanOrEqual(1.3 * peak(middleThird, "inbox"));
+        expect(peak(lateThird, "messages")).toBeLessThanOrEqual(1.3 * peak(middleThird, "messages"));
+      }
+
+      // Once the writes stop, everything goes within a retention and a sweep.
+      await expect
+        .poll(sizes, {
+          timeout: 3 * Math.max(STREAM_AGE_MS, INBOX_MS) + 4 * SWEEP_MS + 10_000,
+          interval: 250,
+        })
+        .toEqual({ inbox: 0, messages: 0 });
+    },
+    WRITE_MS + 180_000,
+  );
+});
