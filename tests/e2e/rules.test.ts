@@ -86,7 +86,7 @@ const deals = (label: string, body: Record<string, unknown>): Case[] => [
 ];
 
 const CASES: Case[] = [
-  // The drift found in review: crm used to accept these over gRPC.
+  // Limits the HTTP schemas and crm's own checks could disagree on.
   ...contacts("name of 5000 characters", { name: x(5000) }),
   ...deals("source of 300 characters", { source: x(300) }),
   ...deals("origin of 201 characters", { origin: x(201) }),
