@@ -53,9 +53,8 @@ const RECORD_GATHER_MS = 5;
  * Lanes of a job per slot of its subscription. A lane holds its slot only
  * for the POST: with one lane per slot, a slot stood empty while its lane
  * recorded the attempt and checked the next. With two, a lane waiting for the
- * slot takes it at once: at 256 in flight, 16 per subscription, the ratio to
- * the raw loop went from 0.51 to 0.54 and the fast receivers kept 88-96 % of
- * their rate instead of 81-87 % (bench:webhooks, 2 runs each). The bound on
+ * slot takes it at once, and the fast receivers keep more of their rate
+ * beside hanging ones (bench/RESULTS-webhooks.md). The bound on
  * POSTs in flight per subscription is the slots', not the lanes'.
  */
 const LANES_PER_SLOT = 2;
