@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
 process.env.FUNIL_TEST_ENV ||= "test";
 // Every stack a test starts (the run's own, the chaos and PgBouncer ones) runs six processes on one
 // PostgreSQL server with max_connections 100, beside a developer's `npm start`: with pools of 2 a stack
-// holds at most 22 connections (README "Connections", tests/e2e/connections.test.ts).
+// holds at most 22 connections (docs/operations.md §Connections, tests/e2e/connections.test.ts).
 process.env.DATABASE_POOL_MAX ||= "2";
 
 export default defineConfig({

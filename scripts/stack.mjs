@@ -20,15 +20,11 @@ const RESTART_BACKOFF_MS = [250, 500, 1000, 2000, 5000, 10_000];
 const RESTART_RESET_MS = 30_000;
 /**
  * Each process's heap budget: old space (NODE_MAX_OLD_SPACE_MB) and each of the young generation's two
- * semi-spaces (NODE_MAX_SEMI_SPACE_MB). V8 otherwise lets the heap grow to ~200 MB of RSS under load
- * before it collects; with 96 MB of old space the gateway still peaked at 154 MB on the list pages, its
- * young generation at Node's default 16 MB semi-spaces; with 8 MB it stays near 125 MB (bench/RESULTS.md).
- * webhooks keeps 16 MB: each delivery's objects live as long as its POST (tens of ms with hundreds in
- * flight), so with 8 MB most of them outlived two scavenges and went to old space: twice the scavenges,
- * 60 % more full collections and 20-30 µs more CPU per delivery, for 15 MB less RSS
- * (bench/RESULTS-webhooks.md). crm keeps 16 MB too: a list page's 50 rows and messages live across a
- * scavenge at 8 MB; with 16, crm spent 748 and 1038 µs per contacts and deals page instead of 891 and
- * 1372, for 117 MB of RSS under load instead of 100 (32 MB: no better, 143 MB).
+ * semi-spaces (NODE_MAX_SEMI_SPACE_MB). V8 otherwise lets the heap grow far past what the process uses
+ * before it collects. Small semi-spaces keep the RSS of most processes down; webhooks and crm keep 16 MB,
+ * because their short-lived objects (a delivery's, alive as long as its POST; a list page's rows and
+ * messages) would outlive two scavenges at 8 MB and reach old space, costing CPU per delivery or page
+ * for little RSS saved (bench/RESULTS.md, bench/RESULTS-webhooks.md have the figures).
  */
 const SEMI_SPACE_MB = { webhooks: 16, crm: 16 };
 export const heapFlags = (env, name) => [

@@ -6,14 +6,14 @@ import { SERVICES } from "../../scripts/stack.mjs";
 import { newWorkspace, type Workspace } from "../helpers.js";
 
 /**
- * PostgreSQL connections are a budget (README "Connections"): what every process of a stack may hold at
+ * PostgreSQL connections are a budget (docs/operations.md §Connections): what every process of a stack may hold at
  * once, from its pool size, must leave room for a developer's `npm start` and a test run side by side on
  * a server with PostgreSQL's default max_connections.
  */
 const MAX_CONNECTIONS = 100;
 /** superuser_reserved_connections: never available to the services. */
 const RESERVED = 3;
-/** What a default `npm start` stack may hold at most (README "Connections"). */
+/** What a default `npm start` stack may hold at most (docs/operations.md §Connections). */
 const DEFAULT_STACK_BUDGET = 23;
 /**
  * What the test files themselves hold beside the stacks: a probe, and the pools of the tests that open a

@@ -17,7 +17,7 @@ import { contact, deal, member, pipeline } from "./crm-fixtures.js";
  * Each field rule has one owner (docs/architecture.md §Style): the same input gets the same
  * answer over HTTP (through the gateway) and over gRPC (straight into crm),
  * with the same validation_failed details. The inputs are the drift cases
- * found in review and every text limit of the README.
+ * found in review and every text limit of docs/api.
  */
 let ws: Workspace;
 let ids: { contact: string; deal: string; pipeline: string; member: string; task: string };
@@ -86,7 +86,7 @@ const deals = (label: string, body: Record<string, unknown>): Case[] => [
 ];
 
 const CASES: Case[] = [
-  // The drift found in review: crm used to accept these over gRPC.
+  // Limits the HTTP schemas and crm's own checks could disagree on.
   ...contacts("name of 5000 characters", { name: x(5000) }),
   ...deals("source of 300 characters", { source: x(300) }),
   ...deals("origin of 201 characters", { origin: x(201) }),
@@ -129,7 +129,7 @@ const CASES: Case[] = [
     { status: "pending" },
     patchDeal,
   ],
-  // Every text limit of the README.
+  // Every text limit of docs/api.
   ...contacts("company of 201", { company: x(201) }),
   ...contacts("role of 201", { role: x(201) }),
   ...contacts("notes of 10001", { notes: x(10_001) }),

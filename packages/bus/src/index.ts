@@ -45,7 +45,7 @@ export async function connectBus(url: string, name: string): Promise<NatsConnect
     reconnectJitter: BUS_TIMING.reconnectJitterMs,
     timeout: 5000,
     // Without this every request (each JetStream publish of an outbox relay) builds two Error objects
-    // with stack traces up front, in case it fails: 3 % of the webhooks process's CPU in its profile.
+    // with stack traces up front, in case it fails, which showed in the webhooks process's profile.
     noAsyncTraces: true,
   });
 }

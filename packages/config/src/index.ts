@@ -22,7 +22,7 @@ export const baseEnv = z.object({
   DATABASE_URL: z.url().default("postgres://postgres@127.0.0.1:5432/postgres"),
   /**
    * Connections each process's request pool may hold open to its database; a service's outbox relay
-   * holds one more. 3: a default stack then needs at most 23 of PostgreSQL's 100 (README "Connections").
+   * holds one more. 3: a default stack then needs at most 23 of PostgreSQL's 100 (docs/operations.md §Connections).
    */
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(100).default(3),
   /** Seconds an idle pooled connection stays open before it is released (0: kept until the process ends). */

@@ -82,8 +82,8 @@ export function openPool(serverUrl: string, database: string, opts: PoolOptions 
       // Column names only: postgres.camel would also camel-case every key inside json and jsonb values,
       // and those keys are the client's (a customFields key plan_type came back as planType).
       transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
-      // Named prepared statements (postgres.js' default, kept on purpose): bench/ measured that without
-      // them a single read costs PostgreSQL and crm about 100 µs more each. A connection closed when idle
+      // Named prepared statements (postgres.js' default, kept on purpose): without them every read is
+      // parsed and planned again, on PostgreSQL and in crm (bench/RESULTS.md). A connection closed when idle
       // takes its statements with it; the next one prepares them again at first use.
       prepare: true,
       onnotice: () => {},

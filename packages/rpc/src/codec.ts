@@ -14,10 +14,10 @@ import {
  * descriptor, doing what protobuf-es's toBinary and fromBinary do with the
  * same bytes and the same message objects, without their reflection.
  *
- * Why (bench/RESULTS.md): reflection cost ~10 µs per contact on each
- * side of a call (a descriptor walk, a reflect wrapper and a Map lookup per
- * field, a chunk array per nested message), a third of crm's CPU on a list of
- * 50 and a fifth of the gateway's. Generated code reads and writes each field
+ * Why: reflection costs, per message and on each side of a call, a descriptor
+ * walk, a reflect wrapper and a Map lookup per field and a chunk array per
+ * nested message; on a list of 50 that is a large share of crm's and the
+ * gateway's CPU (bench/RESULTS.md). Generated code reads and writes each field
  * by name, in one scratch buffer.
  *
  * What it covers is what proto3 messages are made of: every scalar, open

@@ -48,8 +48,8 @@ const MAX_BATCH = 256;
 /**
  * The server side of unary-transport.ts: a Connect unary call with a binary body is answered here,
  * straight from the HTTP/2 request to the implementation, through the same interceptors, without the
- * per-call AbortControllers, WHATWG Headers and async iterables of connect-node's adapter (bench/ measured
- * them at a third of crm's CPU per read). Everything else (gRPC, gRPC-web, Connect with JSON, GET,
+ * per-call AbortControllers, WHATWG Headers and async iterables of connect-node's adapter (a large share
+ * of crm's CPU per read: bench/RESULTS.md). Everything else (gRPC, gRPC-web, Connect with JSON, GET,
  * compressed bodies, an unknown method) returns false, for connect-node's adapter to answer as before.
  *
  * `record(router)` wraps the router handed to the routes function, so that the implementations it

@@ -30,8 +30,8 @@ import { headerObject, toHeaders } from "./headers.js";
  * The Connect protocol's unary call (a POST of the binary message, the answer's status and body) straight
  * on node:http2. connect-node's transport does the same with, per call, two AbortControllers and the
  * DOMException of aborting one when the call ends, WHATWG Headers for both directions, async iterables
- * for a one-message body and a deadline timer linked through abort events: measured in bench/, that was
- * a fifth of the gateway's CPU per read. Here a call costs one stream and one timer; Headers objects are
+ * for a one-message body and a deadline timer linked through abort events, a large share of the
+ * gateway's CPU per read (bench/RESULTS.md). Here a call costs one stream and one timer; Headers objects are
  * made only when an interceptor or an error reads them. Streaming methods (none yet) go through
  * connect-node's own transport. The calls are spread over the copies of the service (balanced()).
  */

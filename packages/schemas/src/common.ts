@@ -74,7 +74,7 @@ export function refuseBadText(value: unknown, where: Part): void {
  * The one way a field rule is applied, by the gateway (HTTP) and by the
  * service that owns the data (gRPC): parses `value` with `schema` or throws
  * validation_failed naming every problem. A string with a NUL character or a
- * lone surrogate is refused whatever the schema says (README: decisions).
+ * lone surrogate is refused whatever the schema says (docs/api/conventions.md §Text is kept as sent).
  */
 export function check<S extends z.ZodType>(schema: S, value: unknown, where: Part): z.output<S> {
   refuseBadText(value, where);

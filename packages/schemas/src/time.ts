@@ -28,9 +28,9 @@ export function instant(value: string | null | undefined): Date | null | undefin
 const digit = (n: number) => 48 + n;
 
 /**
- * `date.toISOString()`, the same string, in a quarter of the time: V8's own
- * formatter takes ~0.5 µs, and a page of 50 deals formats up to 300 of them
- * (8 % of crm's CPU on GET /opportunities, bench profile). One flat string
+ * `date.toISOString()`, the same string, faster: a page of 50 deals formats up
+ * to 300 timestamps, and V8's own formatter showed in crm's profile of
+ * GET /opportunities (bench/RESULTS.md). One flat string
  * from its character codes (a template literal made a rope of small strings,
  * flattened again when the codec wrote it). Years outside 1000–9999 (signed
  * or short) and invalid dates are left to toISOString. An absent date

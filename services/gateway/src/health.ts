@@ -16,8 +16,8 @@ interface Check {
 const HEALTH_TIMEOUT_MS = 1000;
 
 /**
- * /readyz, and the health answers the per-service part of /metrics reads (service-metrics.ts). Readiness rules (README
- * §Operations): 503 when the gateway's PostgreSQL, a service, or a service's
+ * /readyz, and the health answers the per-service part of /metrics reads (service-metrics.ts). Readiness rules (docs/operations.md
+ * §Readiness and liveness): 503 when the gateway's PostgreSQL, a service, or a service's
  * PostgreSQL is down — requests would fail; 200 "degraded" when only Redis
  * (rate limit and key cache go local) or NATS (events wait in the outboxes)
  * is away — requests still succeed.

@@ -14,9 +14,8 @@ import { hostOf } from "./targets.js";
  *
  * The POST is undici's dispatch with a handler of our own: request() wraps
  * every response in a Readable stream and an AbortSignal.timeout per attempt
- * added a timer; together they were 40 % of the client CPU of a POST
- * (measured at 64 in flight against the bench's receiver: 44-63 µs with
- * request() and undici's timeouts, 27-37 µs with dispatch). The timeouts are
+ * adds a timer, a large share of a POST's client CPU (bench/RESULTS-webhooks.md).
+ * The timeouts are
  * undici's own, on its coarse shared clock: the connection must be made, and
  * once the request is written its response must start, each within
  * `timeoutMs`.

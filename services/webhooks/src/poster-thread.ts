@@ -32,19 +32,16 @@ interface Thread {
  * httpPoster (delivery.ts) in a worker thread of its own (poster-worker.ts):
  * the POSTs, with undici's parsing and the kernel's socket writes, run beside
  * the main thread's reads, key checks, signatures and records instead of
- * taking turns with them. In one thread the webhooks process was the
- * bottleneck at ~95 % of a core while the host still had a quarter of its
- * CPU idle (bench:webhooks, BENCH_TRACE=1); with the POSTs in a thread the
- * ratio to the raw loop went from 0.44 to 0.51 and the process's CPU per
- * delivery from 75 to 63 µs. The POSTs asked within one turn of the event
+ * taking turns with them: in one thread the process saturates a core while the
+ * host has CPU left (bench/RESULTS-webhooks.md). The POSTs asked within one turn of the event
  * loop go to the thread in one message, and their results come back the same
  * way.
  *
  * If the thread dies, the POSTs it held fail (the sender hands their attempts
  * back to be tried again, not counted) and the next POST starts a new thread.
  * Worker threads rather than more sender processes or sender threads: two
- * sender threads, each with its own pool and NATS connection, halved the
- * batches of reads and records and came out slower (ratio 0.39).
+ * sender threads, each with its own pool and NATS connection, would halve the
+ * batches of reads and records, which is what makes a delivery cheap.
  */
 export function threadPoster(opts: PosterOptions): ThreadPoster {
   let nextId = 0;

@@ -38,9 +38,8 @@ export function start(config: WebhooksConfig, clock: Clock) {
     port: config.WEBHOOKS_PORT,
     clock,
     migrations,
-    // deliveries grows from empty in bursts: a plan cached while it was small would scan it whole
-    // (bench:webhooks, 2 runs each, the table analyzed empty before each phase: with cached plans one
-    // run fell to 1 198 deliveries/s at 1.3 ms of PostgreSQL CPU each; planned afresh, 72-78 µs).
+    // deliveries grows from empty in bursts: a plan cached while it was small would keep scanning it
+    // whole once it is large (bench/RESULTS-webhooks.md), so statements are planned afresh.
     customPlans: true,
     wire: async (infra) => {
       const auth = rpcClient(AuthService, config.AUTH_URL, 2_000, rpcOptions(config));

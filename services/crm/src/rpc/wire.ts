@@ -35,8 +35,8 @@ const absent = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 
 /**
  * The two messages of the list pages are written as literals, not through
- * create(): create() walks the descriptor for every field (~4 % of crm's CPU
- * on a page of 50, bench/RESULTS.md), and a literal with its $typeName is the
+ * create(): create() walks the descriptor for every field, which shows in
+ * crm's profile of a page of 50 (bench/RESULTS.md), and a literal with its $typeName is the
  * same message to every encoder (an unset optional field is undefined).
  */
 const utm = (u: ContactRecord["utm"]): Utm => ({ $typeName: "funil.crm.v1.Utm", ...u });

@@ -5,7 +5,7 @@ import fp from "fastify-plugin";
 
 /**
  * How deep a JSON body may nest. No field of the API nests past a handful of levels, crm's protobuf
- * decoding gives up at 100 (a customFields list 50 deep was a 500), and every later walk of the value
+ * decoding gives up at 100 (a customFields list 50 deep reaches it), and every later walk of the value
  * has to survive it: deeper bodies are refused before anything else looks at them.
  */
 export const MAX_JSON_DEPTH = 32;

@@ -145,7 +145,7 @@ export const openapiPlugin = fp(async (app: FastifyInstance) => {
       info: {
         title: "Funil API",
         version: "1.0.0",
-        description: "Sales CRM API. See the README for keys and scopes.",
+        description: "Sales CRM API. Keys and scopes: docs/api/conventions.md in the repository.",
         license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
       },
       servers: [{ url: "/" }],

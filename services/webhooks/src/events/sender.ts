@@ -34,21 +34,18 @@ const GATHER_MS = 2;
 
 /**
  * How long attempts wait for company before their key is checked (one
- * request per key per window, keyChecker): at 6 000 deliveries a second of
- * one key, 10 ms instead of 2 made the gateway's Auth answer 100 requests a
- * second instead of 500, and cost it 6 µs per delivery instead of 11
- * (bench:webhooks, 2 runs each).
+ * request per key per window, keyChecker): the longer window lets the many
+ * deliveries of one key share one question to the gateway's Auth, at the cost
+ * of a few ms per attempt (bench/RESULTS-webhooks.md has the figures).
  */
 const KEY_GATHER_MS = 10;
 
 /**
  * How long a success waits for company before it is written (one statement
  * for all that come within it). Its lane waits too, while other lanes of the
- * subscription keep its slots busy: at 5 ms instead of 2, the webhooks
- * process spent 88-97 µs per delivery instead of 111-147, PostgreSQL 33-37
- * instead of 35-49 (bench:webhooks, 3 runs each, one after the other). The
- * other windows stay at 2 ms: at 5 the fast receivers kept only 63 % of
- * their rate in one run with 5 hanging.
+ * subscription keep its slots busy: fewer, larger statements cost the process
+ * and PostgreSQL less per delivery. The other windows stay short: a longer
+ * one held back the fast receivers while others hung (bench/RESULTS-webhooks.md).
  */
 const RECORD_GATHER_MS = 5;
 
@@ -56,9 +53,8 @@ const RECORD_GATHER_MS = 5;
  * Lanes of a job per slot of its subscription. A lane holds its slot only
  * for the POST: with one lane per slot, a slot stood empty while its lane
  * recorded the attempt and checked the next. With two, a lane waiting for the
- * slot takes it at once: at 256 in flight, 16 per subscription, the ratio to
- * the raw loop went from 0.51 to 0.54 and the fast receivers kept 88-96 % of
- * their rate instead of 81-87 % (bench:webhooks, 2 runs each). The bound on
+ * slot takes it at once, and the fast receivers keep more of their rate
+ * beside hanging ones (bench/RESULTS-webhooks.md). The bound on
  * POSTs in flight per subscription is the slots', not the lanes'.
  */
 const LANES_PER_SLOT = 2;

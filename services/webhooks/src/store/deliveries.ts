@@ -131,8 +131,8 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       return sql.begin(async (tx) => {
         // Cached plans here (the pool plans every statement afresh, server.ts): none of these statements
         // scans deliveries (its conflicts go through the unique index whatever the plan), and planning the
-        // insert for its hundreds of array elements at every fan-out cost PostgreSQL 11-18 µs per delivery
-        // (bench:webhooks, 2 runs each: 55-58 µs per delivery in all with this line, 69-76 without).
+        // insert for its hundreds of array elements at every fan-out is a cost per delivery that a kept
+        // plan saves (bench/RESULTS-webhooks.md).
         await tx`set local plan_cache_mode = auto`;
         // The same event twice in one batch (a redelivery) is fanned out once; ids in order, so two copies
         // of the service inserting overlapping batches wait for each other instead of deadlocking.
