@@ -1,3 +1,4 @@
+import { activeTraceparent } from "@funil/telemetry";
 import {
   AckPolicy,
   type JetStreamClient,
@@ -165,9 +166,11 @@ export function publisher(nc: NatsConnection) {
   const js = jetstream(nc);
   /**
    * Publishes with a message id, so a republish inside the duplicate window is dropped, and the trace
-   * context of the write that made it (the W3C traceparent header), when it was traced.
+   * context of the write that made it (the W3C traceparent header), when it was traced: `traceparent`,
+   * else the active context's (a dead letter sent while its message is handled).
    */
-  return async (subject: string, payload: Uint8Array, messageId: string, traceparent?: string) => {
+  return async (subject: string, payload: Uint8Array, messageId: string, given?: string) => {
+    const traceparent = given ?? activeTraceparent();
     let h: ReturnType<typeof headers> | undefined;
     if (traceparent) {
       h = headers();
