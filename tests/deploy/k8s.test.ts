@@ -320,4 +320,19 @@ describe("docker-compose.yml: copies of each service behind one name", () => {
       expect(new URL(gatewayEnv[`${name.toUpperCase()}_URL`]).hostname).toBe(name);
     }
   });
+
+  it("the tracing profile: a collector and Jaeger that start only with it, every process sends there when told to", () => {
+    expect(compose.services["otel-collector"].profiles).toEqual(["tracing"]);
+    expect(compose.services.jaeger.profiles).toEqual(["tracing"]);
+    const mounted = compose.services["otel-collector"].volumes[0].split(":")[0];
+    const collector = parse(fs.readFileSync(path.resolve(K8S_DIR, "../..", mounted), "utf8"));
+    expect(collector.service.pipelines.traces.exporters).toEqual(["otlp/jaeger"]);
+    expect(collector.exporters["otlp/jaeger"].endpoint).toBe("jaeger:4317");
+    for (const name of [...backends, "gateway"]) {
+      const env = compose.services[name].environment;
+      // Off unless an endpoint is given; each process names itself, so no OTEL_SERVICE_NAME for all.
+      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT, name).toMatch(/^\$\{OTEL_EXPORTER_OTLP_ENDPOINT:-\}$/);
+      expect(env.OTEL_SERVICE_NAME, name).toBeUndefined();
+    }
+  });
 });

@@ -1,6 +1,9 @@
+import { readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { naming } from "@funil/config";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
+import { connect, headers } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
@@ -8,6 +11,7 @@ import { startStack } from "../../scripts/stack.mjs";
 import { request, waitFor } from "../helpers.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../otlp-receiver.js";
 import { dropDatabases, stackEnv } from "../private-stack.js";
+import { startReceiver } from "../receiver.js";
 
 /**
  * A stack of its own whose every process sends its spans to an OTLP/HTTP receiver in this process: what
@@ -16,31 +20,43 @@ import { dropDatabases, stackEnv } from "../private-stack.js";
 const ENV = `${process.env.FUNIL_TEST_ENV ?? "test"}_otel`;
 const names = naming(ENV);
 const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const INTERNAL_KIND = 1;
 const SERVER_KIND = 2;
 const CLIENT_KIND = 3;
+const PRODUCER_KIND = 4;
+const CONSUMER_KIND = 5;
 const ERROR = 2;
 const ROUTE = "GET /api/v1/contacts/:id";
 
 // biome-ignore lint/suspicious/noExplicitAny: plain ESM script
 let stack: any;
 let receiver: OtlpReceiver;
+let webhooks: Awaited<ReturnType<typeof startReceiver>>;
+/** Every line the stack's processes write, as `name | line`. */
+const LOG_FILE = join(tmpdir(), `funil-tracing-${process.pid}.log`);
 let workspaceId = "";
 let contactId = "";
+let pipelineId = "";
 let call: (path: string, headers?: Record<string, string>) => ReturnType<typeof request>;
 let auth: Record<string, string> = {};
 
 beforeAll(async () => {
   await dropDatabases(ENV, SERVER);
   receiver = await startOtlpReceiver();
+  webhooks = await startReceiver();
   const env = stackEnv({
     FUNIL_ENV: ENV,
-    LOG_LEVEL: "warn",
+    LOG_LEVEL: "info",
     RATE_LIMIT_MAX: "100000",
+    WEBHOOK_ALLOW_HTTP: "true",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    WEBHOOK_RETRY_SCHEDULE_MS: "200,400,600",
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_TRACES_SAMPLER: "always_on",
+    // Every trace a request starts is kept; a caller's decision (sampled or not) is followed.
+    OTEL_TRACES_SAMPLER: "parentbased_always_on",
     OTEL_BSP_SCHEDULE_DELAY: "100",
   });
-  stack = await startStack({ env, port: 0, stdio: process.env.OTEL_LOG ?? "ignore", log: () => {} });
+  stack = await startStack({ env, port: 0, stdio: LOG_FILE, log: () => {} });
   const admin = (method: string, path: string, body?: unknown) =>
     request(method, `${stack.gatewayUrl}/admin/v1${path}`, body, {
       authorization: `Bearer ${stack.adminToken}`,
@@ -48,9 +64,21 @@ beforeAll(async () => {
   const ws = await admin("POST", "/workspaces", { name: "Tracing" });
   const key = await admin("POST", `/workspaces/${ws.body.id}/keys`, {
     name: "tracing",
-    scopes: ["contacts.read", "contacts.write"],
+    scopes: [
+      "contacts.read",
+      "contacts.write",
+      "opportunities.read",
+      "opportunities.write",
+      "webhooks.manage",
+    ],
   });
   workspaceId = ws.body.id;
+  const pipeline = await admin("POST", `/workspaces/${workspaceId}/pipelines`, {
+    name: "Traced",
+    stages: [{ name: "Novo" }],
+  });
+  expect(pipeline.status).toBe(201);
+  pipelineId = pipeline.body.id;
   auth = { authorization: `Bearer ${key.body.secret}` };
   const created = await request(
     "POST",
@@ -67,6 +95,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await receiver?.close();
+  await webhooks?.close();
+  if (process.env.OTEL_LOG) process.stderr.write(readFileSync(LOG_FILE, "utf8"));
+  rmSync(LOG_FILE, { force: true });
   // The databases of this stack go with it.
   const server = postgres(SERVER, { max: 1, onnotice: () => {} });
   for (const name of ["gateway", "crm", "scheduling", "timeline", "learning", "webhooks"])
@@ -94,6 +125,32 @@ function callerOf(span: ReceivedSpan): ReceivedSpan | undefined {
   if (parent?.kind !== CLIENT_KIND) return parent;
   expect(parent.name).toBe(span.name);
   return receiver.spans.find((s) => s.traceId === parent.traceId && s.spanId === parent.parentSpanId);
+}
+
+/** The span of `service` named `name` whose parent is `parent`, if exported yet. */
+const spanUnder = (parent: ReceivedSpan, service: string, name: string) =>
+  receiver.spans.find(
+    (s) =>
+      s.traceId === parent.traceId &&
+      s.parentSpanId === parent.spanId &&
+      s.service === service &&
+      s.name === name,
+  );
+/** The same, waited for. */
+const childOf = (parent: ReceivedSpan, service: string, name: string) =>
+  waitFor(async () => spanUnder(parent, service, name));
+
+/** The stack's log lines of `service`, parsed (pino's JSON), the others skipped. */
+function logLines(service: string): Array<Record<string, unknown>> {
+  const lines: Array<Record<string, unknown>> = [];
+  for (const raw of readFileSync(LOG_FILE, "utf8").split("\n")) {
+    const bar = raw.indexOf(" | ");
+    if (bar < 0 || raw.slice(0, bar).trim() !== service) continue;
+    try {
+      lines.push(JSON.parse(raw.slice(bar + 3)));
+    } catch {}
+  }
+  return lines;
 }
 
 const CRM_GET = "funil.crm.v1.ContactService/GetContact";
@@ -212,8 +269,11 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
       }
       clearTimeout(timer);
       messages.stop();
-      // The write ran inside crm's span: the event belongs to the request's trace, under that span.
-      expect(traceparent).toBe(`00-${gateway.traceId}-${crm.spanId}-01`);
+      // The write ran inside crm's span: the event belongs to the request's trace, sent by the relay's
+      // span under that one.
+      const relay = await waitFor(async () => spanUnder(crm, "crm", "outbox publish"));
+      expect(relay.kind).toBe(PRODUCER_KIND);
+      expect(traceparent).toBe(`00-${gateway.traceId}-${relay.spanId}-01`);
     } finally {
       await nc.close();
     }
@@ -224,5 +284,156 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     const res = await call(`/contacts/${contactId}`);
     await gatewaySpan(res.headers.get("x-request-id")!);
     expect(receiver.spans.filter((s) => /health|readyz|healthz/i.test(s.name))).toEqual([]);
+  });
+  it("a POST /opportunities with a webhook subscription is one trace: gateway, crm and its statements, the outbox relay, the webhooks fan-out and the delivery attempt, each under its cause", async () => {
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      request("POST", `${stack.gatewayUrl}/api/v1${path}`, body, { ...auth, ...headers });
+    const path = `/deal-hook-${Date.now()}`;
+    const subscribed = await post("/webhooks", { url: webhooks.url(path), events: ["opportunity.created"] });
+    expect(subscribed.status).toBe(201);
+    const res = await post("/opportunities", { title: "Traced deal", contactId, pipelineId });
+    expect(res.status).toBe(201);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    expect(gateway).toMatchObject({ name: "POST /api/v1/opportunities", parentSpanId: "" });
+    const crm = await waitFor(async () =>
+      receiver.spans.find(
+        (s) => s.traceId === gateway.traceId && s.service === "crm" && s.kind === SERVER_KIND,
+      ),
+    );
+    expect(callerOf(crm)?.spanId).toBe(gateway.spanId);
+    // crm's statements, the event's outbox row among them, under its method's span.
+    await waitFor(async () =>
+      receiver.spans.find((s) => s.parentSpanId === crm.spanId && /^insert into outbox/i.test(s.name)),
+    );
+    // The relay sends the event in the write's trace; each consumer continues it from the NATS header.
+    const relay = await childOf(crm, "crm", "outbox publish");
+    expect(relay.kind).toBe(PRODUCER_KIND);
+    expect(relay.attributes["messaging.destination.name"]).toBe(names.subject("events.opportunity.created"));
+    const consumed = await childOf(relay, "webhooks", "process webhooks-fanout");
+    expect(consumed.kind).toBe(CONSUMER_KIND);
+    expect((await childOf(relay, "timeline", "process timeline-events")).kind).toBe(CONSUMER_KIND);
+    const fanOut = await childOf(consumed, "webhooks", "webhooks fan-out");
+    expect(fanOut).toMatchObject({
+      kind: INTERNAL_KIND,
+      attributes: { "funil.event.type": "opportunity.created" },
+    });
+    // The delivery's job leaves through the webhooks outbox in the same trace, and its attempt follows.
+    const jobRelay = await childOf(fanOut, "webhooks", "outbox publish");
+    const attempt = await childOf(jobRelay, "webhooks", "webhook attempt");
+    expect(attempt.kind).toBe(CLIENT_KIND);
+    expect(attempt.attributes).toMatchObject({
+      "http.request.method": "POST",
+      "server.address": "127.0.0.1",
+      "http.response.status_code": 200,
+      "funil.webhook.attempt": 1,
+      "funil.webhook.outcome": "delivered",
+      "funil.event.type": "opportunity.created",
+    });
+    expect(attempt.status).not.toBe(ERROR);
+    // The target's host only: never its path or query, where a receiver may keep a secret.
+    expect(JSON.stringify(attempt)).not.toContain(path);
+    expect(webhooks.at(path)).toHaveLength(1);
+    const services = new Set(
+      receiver.spans.filter((s) => s.traceId === gateway.traceId).map((s) => s.service),
+    );
+    expect([...services].sort()).toEqual(["crm", "gateway", "timeline", "webhooks"]);
+  });
+
+  it("a failed webhook attempt is an error span with its status, and its retry a span of its own in the same trace, numbered", async () => {
+    const path = `/failing-${Date.now()}`;
+    const subscribed = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/webhooks`,
+      { url: webhooks.url(path, "fail"), events: ["contact.created"] },
+      auth,
+    );
+    expect(subscribed.status).toBe(201);
+    const res = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/contacts`,
+      { name: "Hooked", email: `hooked-${Date.now()}@tracing.test` },
+      auth,
+    );
+    expect(res.status).toBe(201);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    const attempts = await waitFor(async () => {
+      const found = receiver.spans.filter(
+        (s) => s.traceId === gateway.traceId && s.name === "webhook attempt" && s.status === ERROR,
+      );
+      return found.length >= 2 ? found : undefined;
+    });
+    const numbers = attempts.map((a) => Number(a.attributes["funil.webhook.attempt"])).sort((a, b) => a - b);
+    expect(numbers.slice(0, 2)).toEqual([1, 2]);
+    for (const a of attempts)
+      expect(a.attributes).toMatchObject({
+        "http.response.status_code": 500,
+        "funil.webhook.outcome": "failed",
+        "error.type": "500",
+      });
+    webhooks.set(path, "ok");
+  });
+
+  it("a caller's decision not to sample is kept downstream: nothing of its trace is recorded, the events it causes included", async () => {
+    const traceId = "0af7651916cd43dd8448eb211c80319c";
+    const unsampled = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/contacts`,
+      { name: "Unsampled", email: `unsampled-${Date.now()}@tracing.test` },
+      { ...auth, traceparent: `00-${traceId}-b7ad6b7169203331-00` },
+    );
+    expect(unsampled.status).toBe(201);
+    // A sampled write made after it, whose event is consumed after that one's (one consumer, in order).
+    const sampledWrite = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/contacts`,
+      { name: "Sampled", email: `sampled-${Date.now()}@tracing.test` },
+      auth,
+    );
+    const gateway = await gatewaySpan(sampledWrite.headers.get("x-request-id")!);
+    const relay = await childOf(
+      await serverSpan(gateway.traceId, "crm", "funil.crm.v1.ContactService/UpsertContact"),
+      "crm",
+      "outbox publish",
+    );
+    await childOf(relay, "timeline", "process timeline-events");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.spans.filter((s) => s.traceId === traceId)).toEqual([]);
+    // No consumer started a trace of its own for that event: the message carried the decision.
+    expect(receiver.spans.filter((s) => s.kind === CONSUMER_KIND && s.parentSpanId === "")).toEqual([]);
+  });
+
+  it("log lines written inside traced work carry its trace_id and span_id: the gateway's request lines, a consumer's", async () => {
+    const res = await call(`/contacts/${contactId}`, { "x-request-id": `logged-${Date.now()}` });
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    const completed = await waitFor(async () =>
+      logLines("gateway").find(
+        (l) => l.reqId === gateway.attributes["funil.request_id"] && l.msg === "request completed",
+      ),
+    );
+    expect(completed).toMatchObject({ trace_id: gateway.traceId, span_id: gateway.spanId });
+    // A platform message that fails its schema, sent with a trace context: learning's consumer continues
+    // it, and the line it writes about the message names that trace.
+    const traceId = "5b8efff798038103d269b633813fc60c";
+    const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
+    try {
+      const h = headers();
+      h.set("traceparent", `00-${traceId}-eee19b7ec3c1b174-01`);
+      await jetstream(nc).publish(names.subject("platform.users"), new TextEncoder().encode("not json"), {
+        headers: h,
+        msgID: `traced-${Date.now()}`,
+      });
+    } finally {
+      await nc.close();
+    }
+    const consumed = await waitFor(async () =>
+      receiver.spans.find(
+        (s) => s.traceId === traceId && s.service === "learning" && s.kind === CONSUMER_KIND,
+      ),
+    );
+    expect(consumed.parentSpanId).toBe("eee19b7ec3c1b174");
+    const refused = await waitFor(async () =>
+      logLines("learning").find((l) => String(l.msg).startsWith("platform message refused")),
+    );
+    expect(refused).toMatchObject({ trace_id: traceId, span_id: consumed.spanId });
   });
 });

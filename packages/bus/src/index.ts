@@ -1,3 +1,4 @@
+import { activeTraceparent } from "@funil/telemetry";
 import {
   AckPolicy,
   type JetStreamClient,
@@ -7,6 +8,9 @@ import {
   StorageType,
 } from "@nats-io/jetstream";
 import { connect, headers, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { traceBatches, traceMessages } from "./tracing.js";
+
+export { messageContext, withMessageContext } from "./tracing.js";
 
 export type { JetStreamClient, JsMsg, NatsConnection };
 
@@ -172,9 +176,11 @@ export function publisher(nc: NatsConnection) {
   const js = jetstream(nc);
   /**
    * Publishes with a message id, so a republish inside the duplicate window is dropped, and the trace
-   * context of the write that made it (the W3C traceparent header), when it was traced.
+   * context of the write that made it (the W3C traceparent header), when it was traced: `traceparent`,
+   * else the active context's (a dead letter sent while its message is handled).
    */
-  return async (subject: string, payload: Uint8Array, messageId: string, traceparent?: string) => {
+  return async (subject: string, payload: Uint8Array, messageId: string, given?: string) => {
+    const traceparent = given ?? activeTraceparent();
     let h: ReturnType<typeof headers> | undefined;
     if (traceparent) {
       h = headers();
@@ -230,23 +236,33 @@ async function ensureConsumer(nc: NatsConnection, spec: ConsumerSpec) {
 }
 
 /**
- * Durable pull consumer with explicit acks; copies of a service share it.
- * The loop restarts itself after an error and stops with the returned stop():
- * it pulls no more, lets the messages being handled finish, and naks those
- * pulled but not started, so that they go to another copy's waiting pull at
- * once (one that the server hands to this copy's last pull request, which it
- * keeps until it expires, comes back after the ack wait).
+ * What a pull loop does with the messages of one subscription to the consumer: take() each message as it
+ * arrives (awaited when it answers a promise: the loop pulls on once there is room), then finish() when
+ * the subscription ends, `stopping` when it ends because the loop is stopped.
  */
-export async function consume(
+interface Drain {
+  take(m: JsMsg): Promise<unknown> | undefined;
+  finish(stopping: boolean): Promise<void>;
+}
+
+/**
+ * The loop shared by consume() and consumeBatches(): it subscribes to the durable consumer, hands each
+ * message to a fresh drain, and subscribes again half a second after an error. Once stop() is called it
+ * pulls no more, naks what was pulled and not yet taken (so it goes to another copy's waiting pull at
+ * once; one that the server hands to this copy's last pull request, which it keeps until it expires, comes
+ * back after the ack wait), and waits for the drain to finish.
+ */
+async function pullLoop(
   nc: NatsConnection,
   spec: ConsumerSpec,
-  handle: (msg: JsMsg) => Promise<void>,
+  maxMessages: number,
+  open: (isStopping: () => boolean) => Drain,
   onError: (err: unknown) => void,
 ) {
   const jsm = await ensureConsumer(nc, spec);
   const js = jetstream(nc);
-  const concurrency = Math.max(1, spec.concurrency ?? 1);
   let stopped = false;
+  const isStopping = () => stopped;
   let current: { stop(): void } | undefined;
   // For /metrics: how often work came back, and how far behind the stream the last handled message was.
   let redeliveries = 0;
@@ -255,27 +271,20 @@ export async function consume(
     while (!stopped) {
       try {
         const consumer = await js.consumers.get(spec.stream, spec.durable);
-        const messages = await consumer.consume({ max_messages: Math.max(64, concurrency * 2) });
+        const messages = await consumer.consume({ max_messages: maxMessages });
         current = messages;
-        const inFlight = new Set<Promise<void>>();
+        const drain = open(isStopping);
         for await (const m of messages) {
-          // Stopping: what was pulled and not started goes back at once, for another copy (or the next start).
           if (stopped) {
             m.nak();
             continue;
           }
           if (m.info.redelivered) redeliveries++;
           lagMs = Math.max(0, Date.now() - Math.floor(m.info.timestampNanos / 1e6));
-          const done: Promise<void> = handle(m)
-            .catch((err) => {
-              onError(err);
-              m.nak(1000);
-            })
-            .finally(() => inFlight.delete(done));
-          inFlight.add(done);
-          if (inFlight.size >= concurrency) await Promise.race(inFlight);
+          const room = drain.take(m);
+          if (room) await room;
         }
-        await Promise.all(inFlight);
+        await drain.finish(stopped);
       } catch (err) {
         if (!stopped) {
           onError(err);
@@ -295,6 +304,46 @@ export async function consume(
 }
 
 /**
+ * Durable pull consumer with explicit acks; copies of a service share it. The handler runs in the trace
+ * context the message carries (bus tracing.ts); a handler that throws has its message nak'ed for a retry
+ * a second later. The loop restarts itself after an error and stops with the returned stop(): it lets
+ * the messages being handled finish (pullLoop).
+ */
+export async function consume(
+  nc: NatsConnection,
+  spec: ConsumerSpec,
+  handle: (msg: JsMsg) => Promise<void>,
+  onError: (err: unknown) => void,
+) {
+  const concurrency = Math.max(1, spec.concurrency ?? 1);
+  const run = traceMessages(spec.durable, handle);
+  return pullLoop(
+    nc,
+    spec,
+    Math.max(64, concurrency * 2),
+    () => {
+      const inFlight = new Set<Promise<void>>();
+      return {
+        take(m) {
+          const done: Promise<void> = run(m)
+            .catch((err) => {
+              onError(err);
+              m.nak(1000);
+            })
+            .finally(() => inFlight.delete(done));
+          inFlight.add(done);
+          return inFlight.size >= concurrency ? Promise.race(inFlight) : undefined;
+        },
+        finish: async () => {
+          await Promise.all(inFlight);
+        },
+      };
+    },
+    onError,
+  );
+}
+
+/**
  * Like consume(), but hands the handler the messages that have arrived
  * together, up to `batch` at once: a backlog is drained in batches of
  * `batch`, a lone message is handled on the next turn of the event loop
@@ -308,81 +357,69 @@ export async function consumeBatches(
   handle: (msgs: JsMsg[]) => Promise<void>,
   onError: (err: unknown) => void,
 ) {
-  const jsm = await ensureConsumer(nc, spec);
-  const js = jetstream(nc);
   const concurrency = Math.max(1, spec.concurrency ?? 1);
   const size = Math.max(1, spec.batch);
-  let stopped = false;
-  let current: { stop(): void } | undefined;
-  let redeliveries = 0;
-  let lagMs = 0;
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        const consumer = await js.consumers.get(spec.stream, spec.durable);
-        // Enough on the way for every batch in flight and the next one to be filling.
-        const messages = await consumer.consume({ max_messages: size * (concurrency + 1) });
-        current = messages;
-        const inFlight = new Set<Promise<void>>();
-        let waiting: JsMsg[] = [];
-        let scheduled = false;
-        const schedule = () => {
-          if (scheduled) return;
-          scheduled = true;
-          setImmediate(flush);
-        };
-        /** Starts a batch of what is waiting, unless `concurrency` are running (a finishing one calls again). */
-        const flush = () => {
-          scheduled = false;
-          if (stopped || waiting.length === 0 || inFlight.size >= concurrency) return;
-          const msgs = waiting.splice(0, size);
-          const done: Promise<void> = handle(msgs)
-            .catch((err) => {
-              onError(err);
-              for (const m of msgs) m.nak(1000); // a no-op for those already acked
-            })
-            .finally(() => {
-              inFlight.delete(done);
-              if (waiting.length > 0) schedule();
-            });
-          inFlight.add(done);
-        };
-        for await (const m of messages) {
-          if (stopped) {
-            m.nak();
-            continue;
-          }
-          if (m.info.redelivered) redeliveries++;
-          lagMs = Math.max(0, Date.now() - Math.floor(m.info.timestampNanos / 1e6));
-          waiting.push(m);
-          if (waiting.length >= size) {
-            while (inFlight.size >= concurrency) await Promise.race(inFlight);
-            flush();
-          } else schedule();
-        }
-        // Stopping: the batches running finish; what waited for one goes back.
-        if (stopped) for (const m of waiting.splice(0)) m.nak();
-        while (waiting.length > 0) {
-          while (inFlight.size >= concurrency) await Promise.race(inFlight);
-          flush();
-        }
-        await Promise.all(inFlight);
-        waiting = [];
-      } catch (err) {
-        if (!stopped) {
-          onError(err);
-          await new Promise((r) => setTimeout(r, 500));
-        }
-      }
-    }
-  })();
+  const run = traceBatches(spec.durable, handle);
+  // Enough on the way for every batch in flight and the next one to be filling.
+  return pullLoop(
+    nc,
+    spec,
+    size * (concurrency + 1),
+    (isStopping) => batchDrain(run, size, concurrency, isStopping, onError),
+    onError,
+  );
+}
+
+/** consumeBatches()'s drain: gathers what arrives into batches of `size`, `concurrency` running at once. */
+function batchDrain(
+  run: (msgs: JsMsg[]) => Promise<void>,
+  size: number,
+  concurrency: number,
+  isStopping: () => boolean,
+  onError: (err: unknown) => void,
+): Drain {
+  const inFlight = new Set<Promise<void>>();
+  const waiting: JsMsg[] = [];
+  let scheduled = false;
+  const schedule = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(flush);
+  };
+  /** Starts a batch of what is waiting, unless `concurrency` are running (a finishing one calls again). */
+  const flush = () => {
+    scheduled = false;
+    if (isStopping() || waiting.length === 0 || inFlight.size >= concurrency) return;
+    const msgs = waiting.splice(0, size);
+    const done: Promise<void> = run(msgs)
+      .catch((err) => {
+        onError(err);
+        for (const m of msgs) m.nak(1000); // a no-op for those already acked
+      })
+      .finally(() => {
+        inFlight.delete(done);
+        if (waiting.length > 0) schedule();
+      });
+    inFlight.add(done);
+  };
+  /** Waits for room, then starts a batch. */
+  const startOne = async () => {
+    while (inFlight.size >= concurrency) await Promise.race(inFlight);
+    flush();
+  };
   return {
-    stop: async () => {
-      stopped = true;
-      current?.stop();
-      await loop;
+    take(m) {
+      waiting.push(m);
+      if (waiting.length >= size) return startOne();
+      schedule();
+      return undefined;
     },
-    stats: () => statsOf(jsm, spec, redeliveries, lagMs),
+    async finish(stopping) {
+      // Stopping: the batches running finish; what waited for one goes back.
+      if (stopping) for (const m of waiting.splice(0)) m.nak();
+      while (waiting.length > 0) await startOne();
+      await Promise.all(inFlight);
+    },
   };
 }
 

@@ -1,3 +1,4 @@
+import { isSpanContextValid, type Span, trace } from "@opentelemetry/api";
 import { type Logger, pino } from "pino";
 import { z } from "zod";
 
@@ -141,7 +142,34 @@ const redact = [
 ];
 
 export function createLogger(service: string, level: string): Logger {
-  return pino({ name: service, level, redact: { paths: redact, censor: "[redacted]" } });
+  return pino({ name: service, level, redact: { paths: redact, censor: "[redacted]" }, mixin: traceFields });
+}
+
+/** Marks a logger whose bindings already name the span (traceBound): the mixin adds nothing to its lines. */
+const BOUND = Symbol("funil.traceBound");
+
+/**
+ * The pino mixin of every process's logger: a line written inside a traced piece of work (a request, an
+ * RPC method, a consumed message) carries the active span's `trace_id` and `span_id`, so that the log and
+ * the trace find each other. Tracing off, no span is ever active and lines are as they were.
+ */
+export function traceFields(_obj: object, _level: number, logger?: Logger): object {
+  if (logger && (logger as unknown as Record<symbol, boolean>)[BOUND]) return {};
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const ids = span.spanContext();
+  return isSpanContextValid(ids) ? { trace_id: ids.traceId, span_id: ids.spanId } : {};
+}
+
+/**
+ * A child of `log` whose every line names `span` (the gateway's request logger: Fastify writes the lines
+ * of a request, "request completed" among them, outside the handler where the span is active).
+ */
+export function traceBound(log: Logger, span: Span): Logger {
+  const ids = span.spanContext();
+  const child = log.child({ trace_id: ids.traceId, span_id: ids.spanId });
+  (child as unknown as Record<symbol, boolean>)[BOUND] = true;
+  return child;
 }
 export type { Logger };
 

@@ -1,6 +1,7 @@
 import { activeTraceparent } from "@funil/telemetry";
 import { postgres, type Sql, type TransactionSql } from "./client.js";
 import { newId } from "./ids.js";
+import { publishTraced } from "./tracing.js";
 
 /** The envelope of every domain event (docs/api/events.md §Stream, subjects, envelope). */
 export interface EventEnvelope<T = unknown> {
@@ -35,15 +36,18 @@ export async function writeEvent<T>(
  * Writes messages for the relay in the caller's transaction: each is
  * published if and only if the transaction commits, with its id as the
  * JetStream message id. Domain events go through writeEvent; other work
- * (a webhook delivery's job) comes here directly.
+ * (a webhook delivery's job) comes here directly. A message goes with its own
+ * `traceparent` when it has one (work gathered from several traces), else with
+ * the active context's.
  */
 export async function writeMessage(
   tx: TransactionSql,
-  messages: Array<{ id: string; subject: string; payload: unknown }>,
+  messages: Array<{ id: string; subject: string; payload: unknown; traceparent?: string | undefined }>,
 ): Promise<void> {
   if (messages.length === 0) return;
-  const traceparent = activeTraceparent();
-  if (traceparent === undefined)
+  const active = activeTraceparent();
+  const traceparents = messages.map((m) => m.traceparent ?? active ?? null);
+  if (traceparents.every((t) => t === null))
     await tx`
       insert into outbox (id, subject, envelope)
       select id, subject, envelope::jsonb
@@ -52,9 +56,10 @@ export async function writeMessage(
   else
     await tx`
       insert into outbox (id, subject, envelope, traceparent)
-      select id, subject, envelope::jsonb, ${traceparent}
+      select id, subject, envelope::jsonb, traceparent
       from unnest(${messages.map((m) => m.id)}::text[], ${messages.map((m) => m.subject)}::text[],
-        ${messages.map((m) => JSON.stringify(m.payload))}::text[]) as m(id, subject, envelope)`;
+        ${messages.map((m) => JSON.stringify(m.payload))}::text[], ${traceparents}::text[])
+        as m(id, subject, envelope, traceparent)`;
   await tx`select pg_notify('outbox', '')`;
 }
 
@@ -197,7 +202,9 @@ export function startOutboxRelay({
     // outage costs one round trip per batch, not one per event.
     await Promise.all(
       rows.map((row) =>
-        publish(row.subject, encoder.encode(row.envelope), row.id, row.traceparent ?? undefined),
+        publishTraced(row.traceparent, row.subject, (traceparent) =>
+          publish(row.subject, encoder.encode(row.envelope), row.id, traceparent),
+        ),
       ),
     );
     if (rows.length > 0) {

@@ -1,4 +1,14 @@
-import { context, SpanKind, SpanStatusCode, sampled, tracer, tracingOn } from "@funil/telemetry";
+import {
+  activeTraceparent,
+  context,
+  extractContext,
+  SpanKind,
+  SpanStatusCode,
+  sampled,
+  trace,
+  tracer,
+  tracingOn,
+} from "@funil/telemetry";
 import type { Sql } from "./client.js";
 
 /**
@@ -79,4 +89,40 @@ function watch(query: unknown, name: string) {
   };
   // biome-ignore lint/suspicious/noThenProperty: the query stays the thenable it is, this step before its own then
   Object.defineProperty(q, "then", { value: watchedThen, configurable: true, writable: true });
+}
+
+/**
+ * An outbox row's publish, as a PRODUCER span child of the write that made the row (its stored
+ * traceparent), whose own context is the one the message carries: its consumers are children of the
+ * relay's step, so the wait in the outbox shows in the trace. A row not traced, or traced unsampled, is
+ * sent with its traceparent as stored and no span.
+ */
+export function publishTraced(
+  traceparent: string | null,
+  subject: string,
+  send: (traceparent: string | undefined) => Promise<void>,
+): Promise<void> {
+  if (!traceparent || !tracingOn()) return send(traceparent ?? undefined);
+  const parent = extractContext({ traceparent });
+  if (!sampled(parent)) return send(traceparent);
+  const span = tracer().startSpan(
+    "outbox publish",
+    {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        "messaging.system": "nats",
+        "messaging.operation.type": "send",
+        "messaging.destination.name": subject,
+      },
+    },
+    parent,
+  );
+  return send(context.with(trace.setSpan(parent, span), activeTraceparent)).then(
+    () => span.end(),
+    (err: unknown) => {
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+      throw err;
+    },
+  );
 }

@@ -1,5 +1,6 @@
 import compress from "@fastify/compress";
 import cors from "@fastify/cors";
+import { traceFields } from "@funil/config";
 import { useCursorKeys } from "@funil/rpc";
 import { check, type Part, refuseBadText, type z } from "@funil/schemas";
 import { tracingOn } from "@funil/telemetry";
@@ -51,7 +52,7 @@ declare module "fastify" {
 /** The gateway as a Fastify app: server.ts starts and stops it, tests build it directly. */
 export async function buildApp(ctx: GatewayContext, options: FastifyServerOptions = {}) {
   const app = Fastify({
-    logger: { level: ctx.config.LOG_LEVEL, redact: ["req.headers.authorization"] },
+    logger: { level: ctx.config.LOG_LEVEL, redact: ["req.headers.authorization"], mixin: traceFields },
     bodyLimit: 1024 * 1024,
     requestIdHeader: false,
     genReqId: (req) => {

@@ -1,3 +1,4 @@
+import { type Logger, traceBound } from "@funil/config";
 import {
   type Context,
   context,
@@ -36,7 +37,7 @@ export const tracingPlugin = fp(async (app: FastifyInstance) => {
     } as RouteHandlerMethod;
   });
 
-  app.addHook("onRequest", (req, _reply, done) => {
+  app.addHook("onRequest", (req, reply, done) => {
     const route = req.routeOptions.url;
     if (route !== undefined && UNTRACED.has(route)) return done();
     const parent = extractContext(req.headers);
@@ -53,6 +54,10 @@ export const tracingPlugin = fp(async (app: FastifyInstance) => {
       parent,
     );
     active.set(req, { span, ctx: trace.setSpan(parent, span) });
+    // Every line of the request names its span, those Fastify writes outside the handler too.
+    const log = traceBound(req.log as Logger, span);
+    req.log = log;
+    reply.log = log;
     done();
   });
 

@@ -5,6 +5,7 @@ import { WEBHOOK_EVENTS } from "@funil/schemas";
 import { batcher } from "../batch.js";
 import { InFlight } from "../limits.js";
 import type { DeliveryStore } from "../store/deliveries.js";
+import { fanOutSpan } from "./tracing.js";
 
 /** Events being fanned out at once; their order does not matter. */
 const PARALLEL = 256;
@@ -33,9 +34,13 @@ export async function startFanOut(deps: {
   const running = new Set<Promise<void>>();
   const onError = (err: unknown) => deps.log.warn({ err }, "webhook fan-out failed; the event comes back");
   const fanOut = batcher(
-    async (events: EventEnvelope[]) => {
-      await deps.deliveries.fanOut(events, deps.clock.now());
-      return events.map(() => undefined);
+    async (items: Array<{ event: EventEnvelope; traceparent: string | undefined }>) => {
+      await deps.deliveries.fanOut(
+        items.map((i) => i.event),
+        deps.clock.now(),
+        items.map((i) => i.traceparent),
+      );
+      return items.map(() => undefined);
     },
     BATCH,
     GATHER_MS,
@@ -54,10 +59,17 @@ export async function startFanOut(deps: {
         return;
       }
       const release = await slots.acquire(event.id);
-      const work = fanOut(event)
+      // Each event's jobs carry on its own trace, whichever batch it is written in.
+      const span = fanOutSpan(event);
+      const work = span
+        .run(() => fanOut({ event, traceparent: span.traceparent }))
         .then(
-          () => m.ack(),
+          () => {
+            span.end();
+            m.ack();
+          },
           (err) => {
+            span.end(err);
             onError(err);
             m.nak(1_000);
           },

@@ -1,6 +1,6 @@
 import { type KeyObject, randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
-import { consume, type JsMsg, type NatsConnection } from "@funil/bus";
+import { consume, type JsMsg, type NatsConnection, withMessageContext } from "@funil/bus";
 import type { Clock, Logger, Naming } from "@funil/config";
 import type { AuthService } from "@funil/contracts";
 import { causeOf } from "@funil/rpc";
@@ -11,6 +11,7 @@ import { InFlight, JobQueues } from "../limits.js";
 import { type AttemptResult, afterAttempt } from "../schedule.js";
 import { type SecretBox, signatureHeader, signingKeys } from "../secrets.js";
 import type { DeliveryStore, DueDelivery, Outcome } from "../store/deliveries.js";
+import { tracedAttempt } from "./tracing.js";
 
 export interface SenderSettings {
   retryScheduleMs: number[];
@@ -295,17 +296,20 @@ export async function startSender(deps: {
         if ("final" in delivery) return delivery;
       }
       const sentAt = clock.now();
-      result = await deps.poster.post(delivery.url, delivery.body, {
-        "content-type": "application/json",
-        "user-agent": "Funil-Webhooks/1",
-        "x-funil-event": delivery.event,
-        "x-funil-delivery": delivery.id,
-        "x-funil-signature": signatureHeader(
-          delivery.body,
-          Math.floor(sentAt.getTime() / 1000),
-          signingSecrets(delivery, sentAt),
-        ),
-      });
+      result = await tracedAttempt(
+        delivery,
+        deps.poster.post.bind(deps.poster, delivery.url, delivery.body, {
+          "content-type": "application/json",
+          "user-agent": "Funil-Webhooks/1",
+          "x-funil-event": delivery.event,
+          "x-funil-delivery": delivery.id,
+          "x-funil-signature": signatureHeader(
+            delivery.body,
+            Math.floor(sentAt.getTime() / 1000),
+            signingSecrets(delivery, sentAt),
+          ),
+        }),
+      );
     } finally {
       release();
     }
@@ -390,7 +394,8 @@ export async function startSender(deps: {
 
   /** Runs a job; when it is over, the next job of its subscription waiting here, if any. */
   function start(subscriptionId: string, entry: QueuedJob) {
-    const work = runJob(entry.m, subscriptionId, entry.job).finally(() => {
+    // In the job's own trace, also when it starts after another job of its subscription.
+    const work = withMessageContext(entry.m, () => runJob(entry.m, subscriptionId, entry.job)).finally(() => {
       running.delete(work);
       const next = jobs.done(subscriptionId);
       if (next && stopping) next.m.nak();

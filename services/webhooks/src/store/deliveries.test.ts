@@ -80,3 +80,39 @@ describe("a subscription's deliveries", () => {
     }
   });
 });
+
+describe("a fan-out's jobs and traces", () => {
+  it("each sampled event's deliveries leave in a job carrying its own trace context; the unsampled share one that carries their decision", async () => {
+    const subscriptions = subscriptionStore(sql);
+    const workspaceId = `ws_traced_${Date.now()}`;
+    const { id } = await subscriptions.create(
+      workspaceId,
+      { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
+      "whsec_test",
+      at(0),
+    );
+    const events = [1, 2, 3, 4].map((i) => ({
+      id: `evt_${workspaceId}_${i}`,
+      type: "contact.created",
+      workspaceId,
+      occurredAt: at(1_000).toISOString(),
+      data: { id: `ct_${i}` },
+    }));
+    const context = (trace: string, flags: string) => `00-${trace.repeat(32)}-${"b".repeat(16)}-${flags}`;
+    const traceparents = [context("1", "01"), context("2", "01"), context("3", "00"), context("4", "00")];
+    expect(await store.fanOut(events, at(2_000), traceparents)).toBe(4);
+    const jobs = await sql<{ traceparent: string | null; events: string[] }[]>`
+      select o.traceparent, array_agg(d.event_id order by d.event_id) as events
+      from outbox o cross join jsonb_array_elements_text(o.envelope->'deliveryIds') as j(delivery_id)
+      join deliveries d on d.id = j.delivery_id
+      where o.subject = ${names.subject(`webhook.deliveries.${id}`)}
+      group by o.id, o.traceparent order by o.traceparent`;
+    expect(jobs.slice(0, 2)).toEqual([
+      { traceparent: traceparents[0], events: [events[0]!.id] },
+      { traceparent: traceparents[1], events: [events[1]!.id] },
+    ]);
+    expect(jobs[2]?.events).toEqual([events[2]!.id, events[3]!.id]);
+    expect(traceparents.slice(2)).toContain(jobs[2]?.traceparent);
+    expect(jobs).toHaveLength(3);
+  });
+});

@@ -46,6 +46,20 @@ export const deliveryBody = (e: EventEnvelope) =>
     data: e.data,
   });
 
+/**
+ * The job a delivery goes in: one per subscription, and per trace for the events that were sampled, so
+ * that each attempt continues its own event's trace (webhooks events/attempt-span.ts). The deliveries of
+ * events not sampled share a job, which carries one of their contexts on: the sender keeps the decision.
+ */
+function jobKey(subscriptionId: string, traceparent: string | undefined): string {
+  return traceparent !== undefined && sampledFlag(traceparent)
+    ? `${subscriptionId} ${traceparent}`
+    : subscriptionId;
+}
+
+/** Whether a W3C traceparent's flags (its last field) say sampled. */
+const sampledFlag = (traceparent: string) => (Number.parseInt(traceparent.slice(-2), 16) & 1) === 1;
+
 /** Deliveries in one job at most: a job is worked on as a whole, acknowledged when all are done. */
 export const JOB_SIZE = 64;
 
@@ -60,21 +74,36 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
    * deliveries each), on the subscription's subject, so that a burst of
    * events costs the bus a message per subscription rather than per delivery.
    */
-  function jobsOf(created: Array<{ id: string; subscriptionId: string }>, now: Date) {
-    const bySubscription = new Map<string, string[]>();
+  function jobsOf(
+    created: Array<{ id: string; subscriptionId: string; traceparent?: string | undefined }>,
+    now: Date,
+  ) {
+    const bySubscription = new Map<string, { subscriptionId: string; traceparent?: string; ids: string[] }>();
     for (const d of created) {
-      const ids = bySubscription.get(d.subscriptionId);
-      if (ids) ids.push(d.id);
-      else bySubscription.set(d.subscriptionId, [d.id]);
+      const key = jobKey(d.subscriptionId, d.traceparent);
+      const group = bySubscription.get(key);
+      if (group) group.ids.push(d.id);
+      else
+        bySubscription.set(key, {
+          subscriptionId: d.subscriptionId,
+          traceparent: d.traceparent,
+          ids: [d.id],
+        });
     }
-    const jobs: Array<{ id: string; subject: string; payload: { job: string; deliveryIds: string[] } }> = [];
-    for (const [subscriptionId, ids] of bySubscription)
+    const jobs: Array<{
+      id: string;
+      subject: string;
+      payload: { job: string; deliveryIds: string[] };
+      traceparent?: string | undefined;
+    }> = [];
+    for (const { subscriptionId, traceparent, ids } of bySubscription.values())
       for (let i = 0; i < ids.length; i += JOB_SIZE) {
         const job = newId("job", now.getTime());
         jobs.push({
           id: job,
           subject: subject(subscriptionId),
           payload: { job, deliveryIds: ids.slice(i, i + JOB_SIZE) },
+          traceparent,
         });
       }
     return jobs;
@@ -126,7 +155,11 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      * workspaces and types: all of them or none. Returns how many deliveries
      * it created.
      */
-    async fanOut(events: EventEnvelope[], now: Date): Promise<number> {
+    async fanOut(
+      events: EventEnvelope[],
+      now: Date,
+      traceparents: Array<string | undefined> = [],
+    ): Promise<number> {
       if (events.length === 0) return 0;
       return sql.begin(async (tx) => {
         // Cached plans here (the pool plans every statement afresh, server.ts): none of these statements
@@ -158,7 +191,12 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         // Each event's fields and body are sent once, however many subscriptions it goes to. Nothing is
         // returned: the ids are made here, and one that met the unique key (the event came back after its
         // inbox row was gone) is queued all the same, found gone by its attempt and dropped.
-        const created = matches.map((m) => ({ id: newId("dlv", now.getTime()), subscriptionId: m.id }));
+        const traceOf = traceparents.length === 0 ? [] : todo.map((e) => traceparents[events.indexOf(e)]);
+        const created = matches.map((m) => ({
+          id: newId("dlv", now.getTime()),
+          subscriptionId: m.id,
+          traceparent: traceOf[m.n - 1],
+        }));
         const inserted = await tx`
           insert into deliveries (id, subscription_id, workspace_id, event_id, event, body, created_at)
           select d.id, d.sub, e.workspace_id, e.event_id, e.event, e.body, ${now}
