@@ -53,6 +53,38 @@ function replayedFailure(error: { code: ErrorCode; message: string; details?: Er
   return err;
 }
 
+type KeyRow = { fingerprint: string; status: string; responseBody: Remembered };
+
+/** A completed key's answer to a request: its result replayed, its failure thrown again, or reused. */
+function answerOf(row: KeyRow, req: IdempotencyRequest): { replayed: true; ok: unknown } {
+  if (row.fingerprint !== req.fingerprint)
+    throw fail(
+      "idempotency_key_reused",
+      "this Idempotency-Key was already used for a request with another method, path or body",
+    );
+  if ("error" in row.responseBody) throw replayedFailure(row.responseBody.error);
+  return { replayed: true, ok: row.responseBody.ok };
+}
+
+/**
+ * What a key already answers, read outside any transaction, before work that must call out first (a
+ * booking asks crm about its contact): the remembered result ({replayed: true, ok}), the remembered
+ * failure thrown again, idempotency_key_reused; undefined when the key is free (never used, expired, or
+ * claimed by a transaction that has not committed: withIdempotency decides then).
+ */
+export async function rememberedAnswer(
+  sql: Sql,
+  req: IdempotencyRequest,
+  opts: { now: Date; retentionMs?: number },
+): Promise<{ replayed: true; ok: unknown } | undefined> {
+  const cutoff = new Date(opts.now.getTime() - (opts.retentionMs ?? IDEMPOTENCY_RETENTION_MS));
+  const [row] = await sql<KeyRow[]>`
+    select fingerprint, status, response_body from idempotency_keys
+    where workspace_id = ${req.workspaceId} and key = ${req.key} and status = 'completed'
+      and created_at >= ${cutoff}`;
+  return row ? answerOf(row, req) : undefined;
+}
+
 export interface IdempotencyOptions<T> {
   now: Date;
   retentionMs?: number;
@@ -97,17 +129,11 @@ export async function withIdempotency<T>(
           where idempotency_keys.created_at < ${cutoff}
         returning 1`;
       if (claimed.length === 0) {
-        const [row] = await tx<{ fingerprint: string; status: string; responseBody: Remembered }[]>`
+        const [row] = await tx<KeyRow[]>`
           select fingerprint, status, response_body from idempotency_keys
           where workspace_id = ${req.workspaceId} and key = ${req.key}`;
         if (row?.status !== "completed") throw inUse();
-        if (row.fingerprint !== req.fingerprint)
-          throw fail(
-            "idempotency_key_reused",
-            "this Idempotency-Key was already used for a request with another method, path or body",
-          );
-        if ("error" in row.responseBody) throw replayedFailure(row.responseBody.error);
-        return { replayed: true, ok: row.responseBody.ok };
+        return answerOf(row, req);
       }
       let result: { value: T } | { failed: unknown; remembered: Remembered };
       try {

@@ -5,3 +5,4 @@ export * from "./migrate.js";
 export * from "./outbox.js";
 export * from "./pages.js";
 export * from "./reads.js";
+export * from "./transactions.js";
