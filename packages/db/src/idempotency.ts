@@ -118,7 +118,7 @@ export async function withIdempotency<T>(
     outcome = await sql.begin(async (tx): Promise<Outcome> => {
       const [lock] = await tx<{ locked: boolean }[]>`
         select pg_try_advisory_xact_lock(hashtextextended(${`idem:${req.workspaceId}:${req.key}`}, 0)) as locked`;
-      if (!lock?.locked) throw inUse();
+      if (!lock?.locked) throw idempotencyKeyInUse();
       // A row older than the retention is as good as absent: take it over.
       const claimed = await tx`
         insert into idempotency_keys (workspace_id, key, fingerprint, status, created_at)
@@ -132,7 +132,7 @@ export async function withIdempotency<T>(
         const [row] = await tx<KeyRow[]>`
           select fingerprint, status, response_body from idempotency_keys
           where workspace_id = ${req.workspaceId} and key = ${req.key}`;
-        if (row?.status !== "completed") throw inUse();
+        if (row?.status !== "completed") throw idempotencyKeyInUse();
         return answerOf(row, req);
       }
       let result: { value: T } | { failed: unknown; remembered: Remembered };
@@ -152,14 +152,15 @@ export async function withIdempotency<T>(
     });
   } catch (err) {
     // Two first requests that slipped past each other: the primary key decided.
-    if (isUniqueViolation(err, "idempotency_keys_pkey")) throw inUse();
+    if (isUniqueViolation(err, "idempotency_keys_pkey")) throw idempotencyKeyInUse();
     throw err;
   }
   if ("failed" in outcome) throw outcome.failed;
   return outcome;
 }
 
-function inUse() {
+/** 409: another request with this key is in flight. */
+export function idempotencyKeyInUse() {
   return fail(
     "idempotency_key_in_use",
     "a request with this Idempotency-Key is still being processed; retry later",

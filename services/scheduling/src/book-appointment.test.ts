@@ -290,6 +290,28 @@ describe("Redis lock held (store/guard.ts)", () => {
   });
 });
 
+describe("Idempotency-Key held in Redis (docs/api/conventions.md §Idempotency-Key)", () => {
+  it("while its first request is being checked, a copy is 409 idempotency_key_in_use at once, not remembered; then it books", async () => {
+    const w = await workspace();
+    const held = `${prefix}idem:${w.workspaceId}:k-held`;
+    await redis.set(held, "the-first-request", "PX", 5000);
+    const keyed = { workspaceId: w.workspaceId, input: w.input("10:00"), idempotencyKey: "k-held" };
+    expect(await caught(scheduling.appointments.createAppointment(keyed))).toMatchObject({
+      grpc: Code.Aborted,
+      code: "idempotency_key_in_use",
+      status: 409,
+    });
+    await redis.del(held);
+    const booked = await scheduling.appointments.createAppointment(keyed);
+    expect(booked.appointment).toMatchObject({ status: "scheduled" });
+    // Released with the answer; the next copy is a replay, answered before the key is looked for in Redis.
+    expect(await redis.exists(held)).toBe(0);
+    await redis.set(held, "another", "PX", 5000);
+    expect((await scheduling.appointments.createAppointment(keyed)).appointment).toEqual(booked.appointment);
+    await redis.del(held);
+  });
+});
+
 describe("no call leaves the process while a transaction is open (docs/architecture.md §Rules that keep it real)", () => {
   it("an RPC to crm or a Redis command made inside a transaction is refused, naming the call", async () => {
     const directory = crmDirectory(clientsOf(SERVICES.crm, inject("crmUrl")));

@@ -1,5 +1,5 @@
 import type { Clock } from "@funil/config";
-import { type IdempotencyRequest, rememberedFailure } from "@funil/db";
+import { type IdempotencyRequest, idempotencyKeyInUse, rememberedFailure } from "@funil/db";
 import { type ErrorDetail, fail, invalidReference } from "@funil/errors";
 import { type createAppointmentBody, instant, type z } from "@funil/schemas";
 import type { AppointmentRecord, BookingDraft } from "./booking.js";
@@ -137,10 +137,11 @@ async function underHold(
 
 /**
  * Under an Idempotency-Key (docs/api/conventions.md §Idempotency-Key): what the key already answers
- * is read first (a replay asks crm nothing); then the request is checked outside any transaction, and
- * the key's claim commits with the meeting, or with the check's failure, in one transaction that only
- * speaks SQL. The meeting goes straight to PostgreSQL (its exclusion constraint and day check decide);
- * Redis's counter of the day is dropped after, to be rebuilt from PostgreSQL.
+ * is read first (a replay asks crm nothing); the key is held in Redis while the request is checked
+ * outside any transaction (a copy sent meanwhile is 409 at once); then the key's claim commits with
+ * the meeting, or with the check's failure, in one transaction that only speaks SQL and decides alone
+ * when Redis is away. The meeting goes straight to PostgreSQL (its exclusion constraint and day check
+ * decide); Redis's counter of the day is dropped after, to be rebuilt from PostgreSQL.
  */
 async function bookOnce(
   deps: BookingDeps,
@@ -150,17 +151,37 @@ async function bookOnce(
 ): Promise<Booking> {
   const earlier = await deps.appointments.rememberedAnswer(request, now);
   if (earlier) return { replayed: true, remembered: earlier.ok };
-  const checked: Checked = await checkBooking(deps, request.workspaceId, body, now).then(
+  const release = await deps.guard.claimKey(request.workspaceId, request.key);
+  if (release === "taken") throw idempotencyKeyInUse();
+  try {
+    const result = await deps.appointments.bookOnce(
+      request,
+      await checked(deps, body, request, now),
+      now,
+      appointmentWire.json,
+    );
+    if (result.replayed) return { replayed: true, remembered: result.ok };
+    await deps.guard.forgetDays(result.value.calendarId, [result.value.localDay]);
+    return { replayed: false, meeting: result.value };
+  } finally {
+    await release();
+  }
+}
+
+/** The request checked: its draft, or the failure its key is to remember; any other failure is thrown. */
+function checked(
+  deps: BookingDeps,
+  body: BookingBody,
+  request: IdempotencyRequest,
+  now: Date,
+): Promise<Checked> {
+  return checkBooking(deps, request.workspaceId, body, now).then(
     (draft) => ({ draft }),
     (err: unknown) => {
       if (!rememberedFailure(err)) throw err;
       return { failed: err };
     },
   );
-  const result = await deps.appointments.bookOnce(request, checked, now, appointmentWire.json);
-  if (result.replayed) return { replayed: true, remembered: result.ok };
-  await deps.guard.forgetDays(result.value.calendarId, [result.value.localDay]);
-  return { replayed: false, meeting: result.value };
 }
 
 /** The booking use case over its dependencies: book(workspace, checked body, the key's request if any). */

@@ -69,7 +69,7 @@ async function attempt<T>(fallback: T, fn: () => Promise<T>): Promise<T> {
 
 const newToken = () => randomBytes(12).toString("base64url");
 
-/** Claims `key` (an assignee's start time) for one attempt; "taken" while another attempt holds it. */
+/** Claims `key` for one attempt (an assignee's start time, a request's key); "taken" while another holds it. */
 async function claim(redis: Redis, key: string): Promise<Release | "taken"> {
   const token = newToken();
   const claimed = await attempt("skipped" as const, async () =>
@@ -146,6 +146,12 @@ export function bookingGuard(opts: { redis: Redis; prefix: string }) {
         cap,
         count,
       ),
+
+    /**
+     * Claims an Idempotency-Key while its request is checked and booked, so that a copy sent meanwhile
+     * is told at once that it is in flight; "taken" while another request holds it.
+     */
+    claimKey: (workspaceId: string, key: string) => claim(redis, `${prefix}idem:${workspaceId}:${key}`),
 
     /** After a change PostgreSQL made to days' counts (cancel, move, keyed booking): rebuilt on next use. */
     async forgetDays(calendarId: string, days: LocalDay[]): Promise<void> {
