@@ -3,12 +3,13 @@ import type { Sql } from "./client.js";
 
 /**
  * No call leaves the process while a PostgreSQL transaction is open (docs/architecture.md §Rules that
- * keep it real, "No network inside a transaction"): a transaction that waits on an RPC, an HTTP request or Redis holds its connection,
- * its row locks and its advisory locks for as long as the other side takes, and the pool is a few
- * connections. With FUNIL_CHECK_TRANSACTIONS=true (the test runs set it), every transaction's callback
- * runs marked, and the RPC client and the Redis client ask `outsideTransaction` before each call: a
- * call made inside one throws, naming it, so the test that reaches it fails. Off (the default), no
- * transaction is marked and the question costs a property read.
+ * keep it real, "No network inside a transaction"): a transaction that waits on an RPC, an HTTP
+ * request or Redis holds its connection, its row locks and its advisory locks for as long as the other
+ * side takes, and the pool is a few connections. With FUNIL_CHECK_TRANSACTIONS=true (the test runs set
+ * it), every transaction's callback runs marked, and the RPC client, the Redis client and the webhook
+ * poster ask `outsideTransaction` before each call: a call made inside one throws, naming it, so the
+ * test that reaches it fails. Off (the default), no transaction is marked and the question costs a
+ * property read.
  */
 const open = new AsyncLocalStorage<true>();
 
