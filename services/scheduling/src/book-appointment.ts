@@ -95,7 +95,7 @@ function draftOf(
 }
 
 /** A booking request checked: its calendar, its slot, and its references (crm's contact and deal). */
-export async function checkBooking(deps: BookingDeps, workspaceId: string, body: BookingBody, now: Date) {
+async function checkBooking(deps: BookingDeps, workspaceId: string, body: BookingBody, now: Date) {
   const found = await references(deps, workspaceId, body, now);
   mustHoldReferences(body, found);
   return draftOf(body, found.calendar, found.slot, found.contact!.name);
