@@ -7,6 +7,9 @@ process.env.FUNIL_TEST_ENV ||= "test";
 // PostgreSQL server with max_connections 100, beside a developer's `npm start`: with pools of 2 a stack
 // holds at most 22 connections (docs/operations.md §Connections, tests/e2e/connections.test.ts).
 process.env.DATABASE_POOL_MAX ||= "2";
+// Every process of a test run (its stacks too, through their environment) refuses an RPC or Redis call
+// made while a PostgreSQL transaction is open (packages/db/src/transactions.ts).
+process.env.FUNIL_CHECK_TRANSACTIONS ||= "true";
 
 export default defineConfig({
   test: {

@@ -437,3 +437,62 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     expect(refused).toMatchObject({ trace_id: traceId, span_id: consumed.spanId });
   });
 });
+
+describe("Redis spans of a booking (scheduling's booking guard through @funil/db/redis)", () => {
+  it("POST /appointments: each Redis command of the hold is a CLIENT span under scheduling's CreateAppointment", async () => {
+    const admin = (path: string, body: unknown) =>
+      request("POST", `${stack.gatewayUrl}/admin/v1/workspaces/${workspaceId}${path}`, body, {
+        authorization: `Bearer ${stack.adminToken}`,
+      });
+    const member = await admin("/members", {
+      name: "Booked",
+      email: "booked@tracing.test",
+      role: "atendente",
+    });
+    const calendar = await admin("/calendars", {
+      key: "traced",
+      name: "Traced",
+      durationMin: 30,
+      dailyCap: 5,
+      timezone: "UTC",
+      availability: [0, 1, 2, 3, 4, 5, 6].map((weekday) => ({ weekday, start: "00:00", end: "24:00" })),
+      assigneeUserIds: [member.body.id],
+    });
+    expect(calendar.status, JSON.stringify(calendar.body)).toBe(201);
+    const key = await admin("/keys", { name: "booking", scopes: ["calendars.write"] });
+    const day = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10);
+    const res = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/appointments`,
+      {
+        calendarId: calendar.body.id,
+        contactId,
+        startAt: `${day}T10:00:00.000Z`,
+        assigneeUserId: member.body.id,
+      },
+      { authorization: `Bearer ${key.body.secret}` },
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    const booking = await serverSpan(
+      gateway.traceId,
+      "scheduling",
+      "funil.scheduling.v1.AppointmentService/CreateAppointment",
+    );
+    // The hold (one EVAL), the day's counter rebuilt from PostgreSQL (SET, EVAL), the release (EVAL).
+    const redis = await waitFor(async () => {
+      const found = receiver.spans.filter(
+        (s) =>
+          s.traceId === gateway.traceId &&
+          s.service === "scheduling" &&
+          s.attributes["db.system.name"] === "redis",
+      );
+      return found.length >= 4 ? found : undefined;
+    });
+    expect(redis.map((s) => s.name).sort()).toEqual(["EVAL", "EVAL", "EVAL", "SET"]);
+    for (const span of redis) {
+      expect(span).toMatchObject({ kind: CLIENT_KIND, parentSpanId: booking.spanId });
+      expect(span.attributes["db.operation.name"]).toBe(span.name);
+    }
+  });
+});

@@ -1,5 +1,6 @@
 import postgres from "postgres";
 import { traced } from "./tracing.js";
+import { markingTransactions } from "./transactions.js";
 
 export type Sql = postgres.Sql;
 export type TransactionSql = postgres.TransactionSql;
@@ -73,8 +74,9 @@ export async function openDatabase(
  * idleTimeoutS / period connections open: such work gets a pool of its own.
  */
 export function openPool(serverUrl: string, database: string, opts: PoolOptions = {}): Sql {
-  // Traced, each statement run inside a sampled span gets a span of its own (tracing.ts).
-  return traced(
+  // Traced, each statement run inside a sampled span gets a span of its own (tracing.ts); checked, each
+  // transaction is marked so that no call leaves the process inside it (transactions.ts).
+  return checkedAndTraced(
     postgres(withDatabase(serverUrl, database), {
       max: opts.max ?? POOL_DEFAULTS.max,
       // postgres.js reads 0 as "never".
@@ -91,6 +93,8 @@ export function openPool(serverUrl: string, database: string, opts: PoolOptions 
     }),
   );
 }
+
+const checkedAndTraced = (sql: Sql) => traced(markingTransactions(sql));
 
 /**
  * Creates `database` unless it exists, and makes custom plans its default when asked, through one

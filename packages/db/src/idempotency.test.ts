@@ -4,6 +4,7 @@ import { openDatabase, type Sql } from "./client.js";
 import {
   canonicalJson,
   deleteExpiredIdempotencyKeys,
+  rememberedAnswer,
   requestFingerprint,
   withIdempotency,
 } from "./idempotency.js";
@@ -39,6 +40,29 @@ describe("withIdempotency (docs/api/conventions.md §Idempotency-Key)", () => {
     const again = await withIdempotency(sql, r, opts(), insert(r.key));
     expect(again).toEqual({ replayed: true, ok: { id: (first as { value: number }).value } });
     expect(await count(r.key)).toBe(1);
+  });
+
+  it("docs/api/conventions.md §Idempotency-Key: what a key answers is read outside a transaction: nothing while free, then the replay, the reuse, the remembered failure", async () => {
+    const r = req("a");
+    expect(await rememberedAnswer(sql, r, opts())).toBeUndefined();
+    const first = await withIdempotency(sql, r, opts(), insert(r.key));
+    expect(await rememberedAnswer(sql, r, opts())).toEqual({
+      replayed: true,
+      ok: { id: (first as { value: number }).value },
+    });
+    await expect(rememberedAnswer(sql, { ...r, fingerprint: "b" }, opts())).rejects.toMatchObject({
+      code: "idempotency_key_reused",
+    });
+    // Past the retention the key is free again.
+    expect(await rememberedAnswer(sql, r, opts(new Date(Date.now() + 25 * 3600_000)))).toBeUndefined();
+    const failed = req();
+    await withIdempotency(sql, failed, opts(), async () => {
+      throw fail("invalid_reference", "no such contact");
+    }).catch(() => {});
+    await expect(rememberedAnswer(sql, failed, opts())).rejects.toMatchObject({
+      code: "invalid_reference",
+      replayed: true,
+    });
   });
 
   it("docs/api/conventions.md §Idempotency-Key: another fingerprint under the same key → idempotency_key_reused", async () => {

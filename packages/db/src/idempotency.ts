@@ -53,6 +53,38 @@ function replayedFailure(error: { code: ErrorCode; message: string; details?: Er
   return err;
 }
 
+type KeyRow = { fingerprint: string; status: string; responseBody: Remembered };
+
+/** A completed key's answer to a request: its result replayed, its failure thrown again, or reused. */
+function answerOf(row: KeyRow, req: IdempotencyRequest): { replayed: true; ok: unknown } {
+  if (row.fingerprint !== req.fingerprint)
+    throw fail(
+      "idempotency_key_reused",
+      "this Idempotency-Key was already used for a request with another method, path or body",
+    );
+  if ("error" in row.responseBody) throw replayedFailure(row.responseBody.error);
+  return { replayed: true, ok: row.responseBody.ok };
+}
+
+/**
+ * What a key already answers, read outside any transaction, before work that must call out first (a
+ * booking asks crm about its contact): the remembered result ({replayed: true, ok}), the remembered
+ * failure thrown again, idempotency_key_reused; undefined when the key is free (never used, expired, or
+ * claimed by a transaction that has not committed: withIdempotency decides then).
+ */
+export async function rememberedAnswer(
+  sql: Sql,
+  req: IdempotencyRequest,
+  opts: { now: Date; retentionMs?: number },
+): Promise<{ replayed: true; ok: unknown } | undefined> {
+  const cutoff = new Date(opts.now.getTime() - (opts.retentionMs ?? IDEMPOTENCY_RETENTION_MS));
+  const [row] = await sql<KeyRow[]>`
+    select fingerprint, status, response_body from idempotency_keys
+    where workspace_id = ${req.workspaceId} and key = ${req.key} and status = 'completed'
+      and created_at >= ${cutoff}`;
+  return row ? answerOf(row, req) : undefined;
+}
+
 export interface IdempotencyOptions<T> {
   now: Date;
   retentionMs?: number;
@@ -86,7 +118,7 @@ export async function withIdempotency<T>(
     outcome = await sql.begin(async (tx): Promise<Outcome> => {
       const [lock] = await tx<{ locked: boolean }[]>`
         select pg_try_advisory_xact_lock(hashtextextended(${`idem:${req.workspaceId}:${req.key}`}, 0)) as locked`;
-      if (!lock?.locked) throw inUse();
+      if (!lock?.locked) throw idempotencyKeyInUse();
       // A row older than the retention is as good as absent: take it over.
       const claimed = await tx`
         insert into idempotency_keys (workspace_id, key, fingerprint, status, created_at)
@@ -97,17 +129,11 @@ export async function withIdempotency<T>(
           where idempotency_keys.created_at < ${cutoff}
         returning 1`;
       if (claimed.length === 0) {
-        const [row] = await tx<{ fingerprint: string; status: string; responseBody: Remembered }[]>`
+        const [row] = await tx<KeyRow[]>`
           select fingerprint, status, response_body from idempotency_keys
           where workspace_id = ${req.workspaceId} and key = ${req.key}`;
-        if (row?.status !== "completed") throw inUse();
-        if (row.fingerprint !== req.fingerprint)
-          throw fail(
-            "idempotency_key_reused",
-            "this Idempotency-Key was already used for a request with another method, path or body",
-          );
-        if ("error" in row.responseBody) throw replayedFailure(row.responseBody.error);
-        return { replayed: true, ok: row.responseBody.ok };
+        if (row?.status !== "completed") throw idempotencyKeyInUse();
+        return answerOf(row, req);
       }
       let result: { value: T } | { failed: unknown; remembered: Remembered };
       try {
@@ -126,14 +152,15 @@ export async function withIdempotency<T>(
     });
   } catch (err) {
     // Two first requests that slipped past each other: the primary key decided.
-    if (isUniqueViolation(err, "idempotency_keys_pkey")) throw inUse();
+    if (isUniqueViolation(err, "idempotency_keys_pkey")) throw idempotencyKeyInUse();
     throw err;
   }
   if ("failed" in outcome) throw outcome.failed;
   return outcome;
 }
 
-function inUse() {
+/** 409: another request with this key is in flight. */
+export function idempotencyKeyInUse() {
   return fail(
     "idempotency_key_in_use",
     "a request with this Idempotency-Key is still being processed; retry later",

@@ -6,3 +6,4 @@ export * from "./outbox.js";
 export * from "./pages.js";
 export * from "./reads.js";
 export * from "./retention.js";
+export * from "./transactions.js";

@@ -8,6 +8,7 @@ import {
   type Interceptor,
   type Transport,
 } from "@connectrpc/connect";
+import { callsOutsideTransactions, checkingTransactions } from "@funil/db";
 import { tracingOn } from "@funil/telemetry";
 import { type Lookup, systemLookup } from "./balancer.js";
 import { traceCalls } from "./tracing.js";
@@ -66,7 +67,10 @@ export function rpcTransport(
     baseUrl,
     defaultTimeoutMs: timeoutMs,
     // Tracing outside the retries: one CLIENT span per call, however many times it is sent.
-    interceptors: tracingOn() ? [traceCalls, retryUnavailable] : [retryUnavailable],
+    interceptors: [
+      ...(checkingTransactions() ? [callsOutsideTransactions as Interceptor] : []),
+      ...(tracingOn() ? [traceCalls, retryUnavailable] : [retryUnavailable]),
+    ],
     idleTimeoutMs: 60_000,
     resolveMs: options.resolveMs ?? 5000,
     keepaliveMs: options.keepaliveMs ?? 10_000,

@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import { type Clock, createLogger, naming, systemClock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
+import { openRedis } from "@funil/db/redis";
 import { clientsOf, rpcOptions, startRpcServer } from "@funil/rpc";
 import { startTracing, stopTracing } from "@funil/telemetry";
 import { buildApp } from "./app.js";
@@ -9,7 +10,6 @@ import { authServiceRoutes } from "./auth-service.js";
 import { type GatewayConfig, serviceUrl } from "./config.js";
 import type { ServiceClients } from "./context.js";
 import { keyResolver } from "./key-cache.js";
-import { openRedis } from "./redis.js";
 import { keyStore } from "./store/keys.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -25,7 +25,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
     idleTimeoutS: config.DATABASE_IDLE_TIMEOUT_S,
   });
   await migrate(sql, migrations);
-  const redis = openRedis(config.REDIS_URL, log);
+  const redis = openRedis(config.REDIS_URL, log, "rate limit and key cache run locally");
   const store = keyStore(sql);
   const keys = keyResolver({
     store,

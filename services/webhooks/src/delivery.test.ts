@@ -1,5 +1,6 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
+import { CallInTransactionError, inTransaction } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpPoster } from "./delivery.js";
 
@@ -77,6 +78,18 @@ describe("an attempt's POST (docs/api/webhooks.md §What a receiver gets)", () =
     expect(performance.now() - trickle).toBeLessThan(500);
     expect(await poster.post(`http://127.0.0.1:${port}/big`, "{}", {})).toEqual({ ok: true, status: 200 });
     expect(await poster.post(`http://127.0.0.1:${port}/hook`, "{}", {})).toEqual({ ok: true, status: 200 });
+    await poster.close();
+  });
+});
+
+describe("no HTTP while a transaction is open (docs/architecture.md §Rules that keep it real)", () => {
+  it("a POST started inside a PostgreSQL transaction's callback is refused, and never sent", async () => {
+    const poster = httpPoster({ timeoutMs: 2000, allowPrivate: true });
+    const before = hits;
+    expect(() => inTransaction(() => poster.post(`http://127.0.0.1:${port}/hook`, "{}", {}))).toThrow(
+      CallInTransactionError,
+    );
+    expect(hits).toBe(before);
     await poster.close();
   });
 });

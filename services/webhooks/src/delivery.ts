@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
+import { outsideTransaction } from "@funil/db";
 import { Agent, type Dispatcher } from "undici";
 import { type AttemptResult, judgeResponse } from "./schedule.js";
 import { blockedAddress } from "./ssrf.js";
@@ -133,6 +134,7 @@ export function httpPoster(opts: { timeoutMs: number; allowPrivate: boolean }): 
 
   return {
     post(url, body, headers) {
+      outsideTransaction("HTTP POST to a webhook receiver");
       let target: Target;
       try {
         target = targetOf(url);

@@ -1,6 +1,5 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { Clock } from "@funil/config";
 import {
   AppointmentInputSchema,
   AppointmentSchema,
@@ -10,8 +9,8 @@ import {
   RecordOutcomeRequestSchema,
   RescheduleAppointmentRequestSchema,
 } from "@funil/contracts";
-import { requestFingerprint, type TransactionSql } from "@funil/db";
-import { type ErrorDetail, fail, invalidReference, notFound } from "@funil/errors";
+import { requestFingerprint } from "@funil/db";
+import { fail, notFound } from "@funil/errors";
 import { fromApiJson, keysetPage, plainOf, REPLAYED_HEADER } from "@funil/rpc";
 import {
   cancelAppointmentBody,
@@ -25,105 +24,24 @@ import {
   rescheduleAppointmentBody,
   z,
 } from "@funil/schemas";
-import { type AppointmentRecord, type BookingDraft, checkAssignee, mustBeScheduled } from "../booking.js";
-import type { CrmDirectory } from "../crm.js";
+import { type BookingDeps, bookAppointment } from "../book-appointment.js";
+import { type AppointmentRecord, checkAssignee, mustBeScheduled } from "../booking.js";
 import { placeOnGrid } from "../slots.js";
-import type { AppointmentFilters, AppointmentStore } from "../store/appointments.js";
-import type { CalendarStore } from "../store/calendars.js";
-import type { BookingGuard } from "../store/guard.js";
+import type { AppointmentFilters } from "../store/appointments.js";
 import { appointmentWire } from "./wire.js";
 
 const LIST = "appointments";
 const keyHeader = z.object({ "idempotency-key": idempotencyKey });
 
-export function appointmentService(deps: {
-  appointments: AppointmentStore;
-  calendars: CalendarStore;
-  guard: BookingGuard;
-  crm: CrmDirectory;
-  clock: Clock;
-}): ServiceImpl<typeof AppointmentService> {
-  const { appointments, calendars, guard, crm, clock } = deps;
-  const reply = (r: AppointmentRecord) => ({ appointment: appointmentWire.proto(r) });
+type Impl = ServiceImpl<typeof AppointmentService>;
+const reply = (r: AppointmentRecord) => ({ appointment: appointmentWire.proto(r) });
 
-  /** A booking request checked: its calendar, its slot, and its references (crm's contact and deal). */
-  async function prepare(
-    workspaceId: string,
-    body: z.output<typeof createAppointmentBody>,
-    now: Date,
-    tx?: TransactionSql,
-  ): Promise<BookingDraft> {
-    // crm is asked at once, beside the calendar's read; its answers are looked at after the calendar's checks.
-    const references = Promise.all([
-      crm.contact(workspaceId, body.contactId),
-      body.opportunityId ? crm.opportunityExists(workspaceId, body.opportunityId) : true,
-    ]);
-    references.catch(() => {});
-    const calendar = await calendars.get(workspaceId, body.calendarId, tx);
-    if (!calendar)
-      throw invalidReference([
-        { path: "calendarId", message: `no calendar ${body.calendarId} in this workspace` },
-      ]);
-    const slot = placeOnGrid(calendar, instant(body.startAt), instant(body.endAt) ?? undefined, now);
-    const [contact, opportunityFound] = await references;
-    const problems: ErrorDetail[] = [];
-    if (!calendar.assigneeUserIds.includes(body.assigneeUserId))
-      problems.push({ path: "assigneeUserId", message: "not an assignee of this calendar" });
-    if (!contact)
-      problems.push({ path: "contactId", message: `no contact ${body.contactId} in this workspace` });
-    if (!opportunityFound)
-      problems.push({
-        path: "opportunityId",
-        message: `no opportunity ${body.opportunityId} in this workspace`,
-      });
-    if (problems.length > 0) throw invalidReference(problems);
-    return {
-      calendarId: calendar.id,
-      calendarKey: calendar.key,
-      dailyCap: calendar.dailyCap,
-      contactId: body.contactId,
-      contactName: contact!.name,
-      opportunityId: body.opportunityId ?? null,
-      title: body.title ?? null,
-      location: body.location ?? null,
-      conferenceUrl: body.conferenceUrl ?? null,
-      source: body.source ?? null,
-      assigneeUserId: body.assigneeUserId,
-      startAt: slot.startAt,
-      endAt: slot.endAt,
-      localDay: slot.day,
-    };
-  }
+export function appointmentService(deps: BookingDeps): Impl {
+  return { ...meetingReads(deps), ...booking(deps), ...meetingChanges(deps) };
+}
 
-  /**
-   * Redis turns contention away first (one attempt per assignee and time, a
-   * counter per day); PostgreSQL decides what gets through. A "full" from
-   * Redis is believed only when PostgreSQL's count agrees.
-   */
-  async function guarded(workspaceId: string, d: BookingDraft, work: () => Promise<AppointmentRecord>) {
-    const count = () => appointments.dayCount(d.calendarId, d.localDay);
-    const hold = await guard.hold(
-      workspaceId,
-      d.assigneeUserId,
-      d.startAt,
-      d.calendarId,
-      d.localDay,
-      d.dailyCap,
-      count,
-    );
-    if (hold === "taken") throw fail("slot_taken", "the assignee's time is being booked by another request");
-    let booked = false;
-    try {
-      if (hold.full && (await count()) >= d.dailyCap)
-        throw fail("daily_cap_reached", "this calendar's day is at its cap of meetings");
-      const meeting = await work();
-      booked = true;
-      return meeting;
-    } finally {
-      await hold.release(booked);
-    }
-  }
-
+/** GET /appointments and GET /appointments/{id}. */
+function meetingReads({ appointments }: BookingDeps) {
   return {
     async listAppointments(req) {
       const { cursor, limit, ...given } = check(
@@ -158,40 +76,37 @@ export function appointmentService(deps: {
       if (!row) throw notFound("appointment");
       return reply(row);
     },
+  } satisfies Pick<Impl, "listAppointments" | "getAppointment">;
+}
 
-    /**
-     * Book (docs/api/meetings.md §POST /appointments). With an Idempotency-Key (docs/api/conventions.md §Idempotency-Key) the request is
-     * checked and booked inside the key's transaction and goes straight to
-     * PostgreSQL: a replay answers the remembered meeting or failure.
-     */
+/** POST /appointments: the booking use case (book-appointment.ts) behind the request's checks. */
+function booking(deps: BookingDeps) {
+  const book = bookAppointment(deps);
+  return {
+    /** Book (docs/api/meetings.md §POST /appointments), under an Idempotency-Key when one is given. */
     async createAppointment(req, ctx) {
       const plain = plainOf(AppointmentInputSchema, req.input ?? create(AppointmentInputSchema));
       const body = check(createAppointmentBody, plain, "body");
-      const ws = req.workspaceId;
-      const now = clock.now();
-      if (req.idempotencyKey === undefined) {
-        const draft = await prepare(ws, body, now);
-        return reply(await guarded(ws, draft, () => appointments.book(ws, draft, now)));
-      }
-      const { "idempotency-key": key } = check(
-        keyHeader,
-        { "idempotency-key": req.idempotencyKey },
-        "headers",
-      );
-      const result = await appointments.bookOnce(
-        { workspaceId: ws, key, fingerprint: requestFingerprint("CreateAppointment", plain) },
-        (tx) => prepare(ws, body, now, tx),
-        now,
-        (a) => appointmentWire.json(a),
-      );
-      if (!result.replayed) {
-        await guard.forgetDays(result.value.calendarId, [result.value.localDay]);
-        return reply(result.value);
-      }
+      const key =
+        req.idempotencyKey === undefined
+          ? undefined
+          : {
+              workspaceId: req.workspaceId,
+              key: check(keyHeader, { "idempotency-key": req.idempotencyKey }, "headers")["idempotency-key"],
+              fingerprint: requestFingerprint("CreateAppointment", plain),
+            };
+      const booking = await book(req.workspaceId, body, key);
+      if (!booking.replayed) return reply(booking.meeting);
       ctx.responseHeader.set(REPLAYED_HEADER, "true");
-      return { appointment: fromApiJson(AppointmentSchema, result.ok) };
+      return { appointment: fromApiJson(AppointmentSchema, booking.remembered) };
     },
+  } satisfies Pick<Impl, "createAppointment">;
+}
 
+/** Changes to a booked meeting: cancel, reschedule, outcome. */
+function meetingChanges(deps: BookingDeps) {
+  const { appointments, calendars, guard, clock } = deps;
+  return {
     async cancelAppointment(req) {
       const { id } = check(idParam, { id: req.id }, "path");
       const body = check(
@@ -260,5 +175,5 @@ export function appointmentService(deps: {
       );
       return reply(await appointments.recordOutcome(req.workspaceId, id, outcome, clock.now()));
     },
-  };
+  } satisfies Pick<Impl, "cancelAppointment" | "rescheduleAppointment" | "recordOutcome">;
 }

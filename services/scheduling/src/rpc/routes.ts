@@ -1,20 +1,11 @@
-import type { Clock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
 import { routesOf } from "@funil/rpc";
-import type { CrmDirectory } from "../crm.js";
-import type { AppointmentStore } from "../store/appointments.js";
-import type { CalendarStore } from "../store/calendars.js";
-import type { BookingGuard } from "../store/guard.js";
+import type { BookingDeps } from "../book-appointment.js";
 import { appointmentService } from "./appointments.js";
 import { calendarService } from "./calendars.js";
 
-export interface SchedulingDeps {
-  calendars: CalendarStore;
-  appointments: AppointmentStore;
-  guard: BookingGuard;
-  crm: CrmDirectory;
-  clock: Clock;
-}
+/** What scheduling's services are built on: the booking's dependencies are all of them. */
+export type SchedulingDeps = BookingDeps;
 
 /** scheduling's entry of SERVICES, implemented: every Connect service it serves. */
 export function routes(deps: SchedulingDeps) {

@@ -1,4 +1,4 @@
-import { isUniqueViolation, newId, type Sql, type TransactionSql } from "@funil/db";
+import { isUniqueViolation, newId, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 import type { Window } from "../slots.js";
 
@@ -55,16 +55,11 @@ export function calendarStore(sql: Sql) {
         select * from calendars where workspace_id = ${workspaceId} order by created_at, id`;
     },
 
-    /** `db` is the caller's transaction when there is one: a second pool connection could wait forever. */
-    async get(
-      workspaceId: string,
-      id: string,
-      db: Sql | TransactionSql = sql,
-    ): Promise<CalendarRecord | undefined> {
+    async get(workspaceId: string, id: string): Promise<CalendarRecord | undefined> {
       const key = `${workspaceId} ${id}`;
       const cached = cache.get(key);
       if (cached) return cached;
-      const [row] = await db<CalendarRecord[]>`
+      const [row] = await sql<CalendarRecord[]>`
         select * from calendars where workspace_id = ${workspaceId} and id = ${id}`;
       if (row) {
         if (cache.size >= CACHED) cache.delete(cache.keys().next().value!);

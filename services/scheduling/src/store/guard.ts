@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Logger } from "@funil/config";
+import { CallInTransactionError } from "@funil/db";
 import type { DependencyStatus } from "@funil/rpc";
 import type { Redis } from "ioredis";
 import type { LocalDay } from "../local-time.js";
@@ -11,10 +11,11 @@ import type { LocalDay } from "../local-time.js";
  * exclusion constraint and the day_counts check decide every booking, so a
  * lost lock, a stale counter or Redis being down can never double-book or
  * pass a cap. When Redis fails, bookings go on under PostgreSQL's guards alone
- * (logged once, and /readyz and /metrics show scheduling's redis dependency
- * down: funil_dependency_up{service="scheduling",dependency="redis"} 0);
- * counters that are missing (a
- * restart, an outage, their expiry) are rebuilt from PostgreSQL.
+ * (logged once by the client, @funil/db/redis, and /readyz and /metrics show
+ * scheduling's redis dependency down:
+ * funil_dependency_up{service="scheduling",dependency="redis"} 0); counters
+ * that are missing (a restart, an outage, their expiry) are rebuilt from
+ * PostgreSQL.
  */
 
 export type Release = () => Promise<void>;
@@ -53,60 +54,84 @@ export interface Hold {
   release(booked: boolean): Promise<void>;
 }
 
-export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger }) {
-  const { redis, prefix, log } = opts;
-  let healthy = true;
-
-  /** Runs a Redis command; on failure notes the outage once and answers `fallback`. */
-  async function attempt<T>(what: string, fallback: T, fn: () => Promise<T>): Promise<T> {
-    try {
-      const value = await fn();
-      if (!healthy) {
-        healthy = true;
-        log.info("redis answers again: the booking guard is back in front of PostgreSQL");
-      }
-      return value;
-    } catch (err) {
-      if (healthy) {
-        healthy = false;
-        log.warn(
-          { err: (err as Error).message, what },
-          "redis unavailable: bookings go on under PostgreSQL's guards alone",
-        );
-      }
-      return fallback;
-    }
+/**
+ * Runs a Redis command; on failure answers `fallback` (the client logs the outage once). A command
+ * refused because a transaction is open is a bug, not an outage: it is thrown.
+ */
+async function attempt<T>(fallback: T, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof CallInTransactionError) throw err;
+    return fallback;
   }
+}
 
+const newToken = () => randomBytes(12).toString("base64url");
+
+/** Claims `key` for one attempt (an assignee's start time, a request's key); "taken" while another holds it. */
+async function claim(redis: Redis, key: string): Promise<Release | "taken"> {
+  const token = newToken();
+  const claimed = await attempt("skipped" as const, async () =>
+    (await redis.set(key, token, "PX", LOCK_MS, "NX")) === "OK" ? ("claimed" as const) : ("taken" as const),
+  );
+  if (claimed === "taken") return "taken";
+  if (claimed === "skipped") return noop;
+  return async () => {
+    await attempt(0, () => redis.eval(RELEASE, 1, key, token) as Promise<number>);
+  };
+}
+
+/**
+ * A booking's hold: its assignee's start time claimed (`time`; "taken" while
+ * another attempt holds it) and a place reserved on its calendar's day
+ * (`place`), in one round trip, released in one (both keys live in one
+ * Redis). A missing counter is rebuilt from `count` (PostgreSQL) first; Redis
+ * down means no hold at all (PostgreSQL decides alone).
+ */
+async function holdIn(
+  redis: Redis,
+  keys: { time: string; place: string },
+  cap: number,
+  count: () => Promise<number>,
+): Promise<Hold | "taken"> {
+  const { time, place } = keys;
+  const token = newToken();
+  let result = await attempt(
+    undefined,
+    () => redis.eval(HOLD, 2, time, place, token, LOCK_MS, cap) as Promise<number>,
+  );
+  if (result === -2) return "taken";
+  if (result === undefined) return { reserved: false, full: false, release: noop };
+  if (result === -1) {
+    const seed = await count();
+    await attempt(undefined, () => redis.set(place, seed, "PX", COUNTER_MS, "NX"));
+    result = await attempt(undefined, () => redis.eval(RESERVE, 1, place, cap) as Promise<number>);
+  }
+  const reserved = result !== undefined && result > 0;
+  return {
+    reserved,
+    full: result === 0,
+    release: async (booked) => {
+      const giveBack = reserved && !booked ? "1" : "0";
+      await attempt(0, () => redis.eval(UNHOLD, 2, time, place, token, giveBack) as Promise<number>);
+    },
+  };
+}
+
+export function bookingGuard(opts: { redis: Redis; prefix: string }) {
+  const { redis, prefix } = opts;
   const timeKey = (workspaceId: string, assigneeUserId: string, startAt: Date) =>
     `${prefix}time:${workspaceId}:${assigneeUserId}:${startAt.getTime()}`;
   const dayKey = (calendarId: string, day: LocalDay) => `${prefix}day:${calendarId}:${day}`;
 
   return {
-    /** Claims an assignee's start time for one attempt; "taken" while another attempt holds it. */
-    async claimTime(workspaceId: string, assigneeUserId: string, startAt: Date): Promise<Release | "taken"> {
-      const key = timeKey(workspaceId, assigneeUserId, startAt);
-      const token = randomBytes(12).toString("base64url");
-      const claimed = await attempt("claim", "skipped" as const, async () =>
-        (await redis.set(key, token, "PX", LOCK_MS, "NX")) === "OK"
-          ? ("claimed" as const)
-          : ("taken" as const),
-      );
-      if (claimed === "taken") return "taken";
-      if (claimed === "skipped") return noop;
-      return async () => {
-        await attempt("release", 0, () => redis.eval(RELEASE, 1, key, token) as Promise<number>);
-      };
-    },
+    /** Claims an assignee's start time for one attempt (a move); "taken" while another attempt holds it. */
+    claimTime: (workspaceId: string, assigneeUserId: string, startAt: Date) =>
+      claim(redis, timeKey(workspaceId, assigneeUserId, startAt)),
 
-    /**
-     * A booking's hold: its assignee's start time claimed ("taken" while
-     * another attempt holds it) and a place reserved on its calendar's day, in
-     * one round trip, released in one (both keys live in one Redis). A
-     * missing counter is rebuilt from `count` (PostgreSQL) first; Redis down
-     * means no hold at all (PostgreSQL decides alone).
-     */
-    async hold(
+    /** A booking's hold on its assignee's time and its calendar's day (holdIn). */
+    hold: (
       workspaceId: string,
       assigneeUserId: string,
       startAt: Date,
@@ -114,49 +139,28 @@ export function bookingGuard(opts: { redis: Redis; prefix: string; log: Logger }
       day: LocalDay,
       cap: number,
       count: () => Promise<number>,
-    ): Promise<Hold | "taken"> {
-      const time = timeKey(workspaceId, assigneeUserId, startAt);
-      const place = dayKey(calendarId, day);
-      const token = randomBytes(12).toString("base64url");
-      let result = await attempt(
-        "hold",
-        undefined,
-        () => redis.eval(HOLD, 2, time, place, token, LOCK_MS, cap) as Promise<number>,
-      );
-      if (result === -2) return "taken";
-      if (result === undefined) return { reserved: false, full: false, release: noop };
-      if (result === -1) {
-        const seed = await count();
-        await attempt("rebuild", undefined, () => redis.set(place, seed, "PX", COUNTER_MS, "NX"));
-        result = await attempt(
-          "reserve",
-          undefined,
-          () => redis.eval(RESERVE, 1, place, cap) as Promise<number>,
-        );
-      }
-      const reserved = result !== undefined && result > 0;
-      return {
-        reserved,
-        full: result === 0,
-        release: async (booked) => {
-          const giveBack = reserved && !booked ? "1" : "0";
-          await attempt(
-            "release",
-            0,
-            () => redis.eval(UNHOLD, 2, time, place, token, giveBack) as Promise<number>,
-          );
-        },
-      };
-    },
+    ) =>
+      holdIn(
+        redis,
+        { time: timeKey(workspaceId, assigneeUserId, startAt), place: dayKey(calendarId, day) },
+        cap,
+        count,
+      ),
+
+    /**
+     * Claims an Idempotency-Key while its request is checked and booked, so that a copy sent meanwhile
+     * is told at once that it is in flight; "taken" while another request holds it.
+     */
+    claimKey: (workspaceId: string, key: string) => claim(redis, `${prefix}idem:${workspaceId}:${key}`),
 
     /** After a change PostgreSQL made to days' counts (cancel, move, keyed booking): rebuilt on next use. */
     async forgetDays(calendarId: string, days: LocalDay[]): Promise<void> {
-      await attempt("forget", 0, () => redis.del(...days.map((d) => dayKey(calendarId, d))));
+      await attempt(0, () => redis.del(...days.map((d) => dayKey(calendarId, d))));
     },
 
     /** The redis dependency for the HealthService: not required, bookings go on without it. */
     async check(): Promise<DependencyStatus> {
-      const ok = await attempt("ping", false, async () => (await redis.ping()) === "PONG");
+      const ok = await attempt(false, async () => (await redis.ping()) === "PONG");
       return {
         name: "redis",
         required: false,

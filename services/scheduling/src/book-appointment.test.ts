@@ -1,0 +1,346 @@
+import { Code, type ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { type Clock, createLogger, naming } from "@funil/config";
+import { SERVICES } from "@funil/contracts";
+import {
+  CallInTransactionError,
+  migrate,
+  openDatabase,
+  type Sql,
+  withIdempotency,
+  writeEvent,
+} from "@funil/db";
+import { openRedis } from "@funil/db/redis";
+import { clientsOf, describeError, errorInterceptor, REPLAYED_HEADER } from "@funil/rpc";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { crmDirectory } from "./crm.js";
+import { routes } from "./rpc/routes.js";
+import { migrations, schedulingDeps } from "./server.js";
+
+/**
+ * The booking use case (book-appointment.ts) in-process, like crm's handler tests: scheduling's
+ * Connect routes on a router transport over the real test database and the real Redis, with the test
+ * stack's crm behind them (or a crm that is down). The run refuses any RPC or Redis call made while a
+ * PostgreSQL transaction is open (FUNIL_CHECK_TRANSACTIONS, vitest.config.ts): every booking here
+ * goes through that check.
+ */
+const names = naming(`${process.env.FUNIL_TEST_ENV}_booking`);
+const prefix = `funil:${process.env.FUNIL_TEST_ENV}_booking:scheduling:`;
+let sql: Sql;
+let redis: Redis;
+const now = new Date("2030-03-04T09:00:00.000Z");
+const clock: Clock = { now: () => now };
+const log = createLogger("scheduling", "silent");
+type Clients = {
+  [K in keyof typeof SERVICES.scheduling]: ReturnType<typeof createClient<(typeof SERVICES.scheduling)[K]>>;
+};
+/** scheduling with the stack's crm, and with a crm that refuses every connection. */
+let scheduling: Clients;
+let crmDown: Clients;
+const crm = () => clientsOf(SERVICES.crm, inject("crmUrl"));
+
+function inProcess(crmUrl: string): Clients {
+  const deps = schedulingDeps(
+    {
+      sql,
+      clock,
+      emit: async (tx, event) => {
+        await writeEvent(tx, (type) => names.subject(`events.${type}`), event);
+      },
+    },
+    { client: redis, prefix },
+    crmDirectory(clientsOf(SERVICES.crm, crmUrl, 2_000)),
+  );
+  const transport = createRouterTransport(routes(deps), {
+    router: { interceptors: [errorInterceptor(log)] },
+  });
+  return Object.fromEntries(
+    Object.entries(SERVICES.scheduling).map(([name, service]) => [name, createClient(service, transport)]),
+  ) as Clients;
+}
+
+beforeAll(async () => {
+  sql = await openDatabase(
+    process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    names.database("scheduling"),
+  );
+  await migrate(sql, migrations);
+  redis = openRedis(
+    process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    log,
+    "bookings under PostgreSQL alone",
+  );
+  scheduling = inProcess(inject("crmUrl"));
+  // Port 1: nothing listens there, every connection is refused.
+  crmDown = inProcess("http://127.0.0.1:1");
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await sql?.end({ timeout: 5 });
+});
+
+const failure = (err: unknown) => ({ grpc: (err as ConnectError).code, ...describeError(err) });
+const caught = (p: Promise<unknown>) => p.then(() => undefined, failure);
+const outcome = (p: Promise<unknown>) =>
+  p.then(
+    () => "booked",
+    (err) => describeError(err).code,
+  );
+const at = (hhmm: string) => `2030-03-06T${hhmm}:00.000Z`;
+
+let n = 0;
+/** A workspace with two members, a contact and a calendar open all day (UTC), cap 3. */
+async function workspace() {
+  const workspaceId = `ws_book${Date.now()}_${++n}`;
+  const members: string[] = [];
+  for (const i of [0, 1])
+    members.push(
+      (
+        await crm().members.createMember({
+          workspaceId,
+          name: `M${i}`,
+          email: `m${i}.${workspaceId}@booking.test`,
+          role: "atendente",
+        })
+      ).member!.id,
+    );
+  const contactId = (
+    await crm().contacts.upsertContact({
+      workspaceId,
+      fields: { name: "Ana", email: `ana.${workspaceId}@t.test` },
+    })
+  ).contact!.id;
+  const calendar = (
+    await scheduling.calendars.createCalendar({
+      workspaceId,
+      key: "demo",
+      name: "Demo",
+      durationMin: 30,
+      dailyCap: 3,
+      timezone: "UTC",
+      assigneeUserIds: members,
+      availability: [0, 1, 2, 3, 4, 5, 6].map((weekday) => ({ weekday, start: "00:00", end: "24:00" })),
+    })
+  ).calendar!;
+  const input = (hhmm: string, assignee = 0) => ({
+    calendarId: calendar.id,
+    contactId,
+    startAt: at(hhmm),
+    assigneeUserId: members[assignee]!,
+  });
+  const listed = async () =>
+    (await scheduling.appointments.listAppointments({ workspaceId, limit: 50 })).data;
+  return { workspaceId, members, contactId, calendar, input, listed };
+}
+
+describe("booking (docs/api/meetings.md §POST /appointments)", () => {
+  it("books: the meeting carries crm's contact name and the slot's end, and is read back", async () => {
+    const w = await workspace();
+    const { appointment } = await scheduling.appointments.createAppointment({
+      workspaceId: w.workspaceId,
+      input: { ...w.input("10:00"), title: "Demo" },
+    });
+    expect(appointment).toMatchObject({
+      contactId: w.contactId,
+      contactName: "Ana",
+      startAt: at("10:00"),
+      endAt: at("10:30"),
+      status: "scheduled",
+      calendarKey: "demo",
+      title: "Demo",
+    });
+    const read = await scheduling.appointments.getAppointment({
+      workspaceId: w.workspaceId,
+      id: appointment!.id,
+    });
+    expect(read.appointment).toEqual(appointment);
+  });
+
+  it("double booking refused: the assignee's occupied time is 409 slot_taken, one of many at once gets it", async () => {
+    const w = await workspace();
+    await scheduling.appointments.createAppointment({ workspaceId: w.workspaceId, input: w.input("10:00") });
+    expect(
+      await caught(
+        scheduling.appointments.createAppointment({ workspaceId: w.workspaceId, input: w.input("10:00") }),
+      ),
+    ).toMatchObject({ grpc: Code.AlreadyExists, code: "slot_taken", status: 409 });
+    const storm = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        outcome(
+          scheduling.appointments.createAppointment({
+            workspaceId: w.workspaceId,
+            input: w.input("11:00", 1),
+          }),
+        ),
+      ),
+    );
+    expect(storm.filter((o) => o === "booked")).toHaveLength(1);
+    expect(storm.filter((o) => o !== "booked").every((o) => o === "slot_taken")).toBe(true);
+    expect(await w.listed()).toHaveLength(2);
+  });
+
+  it("a references' failure names each: calendar, contact, opportunity, assignee (422 invalid_reference)", async () => {
+    const w = await workspace();
+    const input = { ...w.input("10:00"), contactId: "ct_missing", opportunityId: "opp_missing" };
+    expect(
+      await caught(scheduling.appointments.createAppointment({ workspaceId: w.workspaceId, input })),
+    ).toMatchObject({
+      code: "invalid_reference",
+      details: [
+        { path: "contactId", message: "no contact ct_missing in this workspace" },
+        { path: "opportunityId", message: "no opportunity opp_missing in this workspace" },
+      ],
+    });
+  });
+});
+
+describe("booking under an Idempotency-Key (docs/api/conventions.md §Idempotency-Key)", () => {
+  it("replay: the same key and body answer the first meeting, marked; another body is 422 idempotency_key_reused", async () => {
+    const w = await workspace();
+    const seen: string[] = [];
+    const onHeader = (h: Headers) => seen.push(h.get(REPLAYED_HEADER) ?? "fresh");
+    const send = (hhmm: string) =>
+      scheduling.appointments.createAppointment(
+        { workspaceId: w.workspaceId, input: w.input(hhmm), idempotencyKey: "k1" },
+        { onHeader },
+      );
+    const first = await send("10:00");
+    const again = await send("10:00");
+    expect(again.appointment).toEqual(first.appointment);
+    expect(seen).toEqual(["fresh", "true"]);
+    expect(await caught(send("10:30"))).toMatchObject({ code: "idempotency_key_reused", status: 422 });
+    expect(await w.listed()).toHaveLength(1);
+  });
+
+  it("a checked failure is remembered and replayed; the same key sent at once books one meeting, the others 409 or replay", async () => {
+    const w = await workspace();
+    const missing = { ...w.input("10:00"), contactId: "ct_missing" };
+    const send = (input: typeof missing, key: string) =>
+      scheduling.appointments.createAppointment({ workspaceId: w.workspaceId, input, idempotencyKey: key });
+    const first = await caught(send(missing, "k-missing"));
+    expect(first).toMatchObject({ code: "invalid_reference" });
+    expect(await caught(send(missing, "k-missing"))).toMatchObject({
+      code: "invalid_reference",
+      replayed: true,
+    });
+
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        send(w.input("11:00"), "k-race").then(
+          (r) => r.appointment!.id,
+          (err) => describeError(err).code,
+        ),
+      ),
+    );
+    const ids = new Set(answers.filter((a) => a.startsWith("apt")));
+    expect(ids.size, answers.join()).toBe(1);
+    expect(answers.filter((a) => !a.startsWith("apt")).every((a) => a === "idempotency_key_in_use")).toBe(
+      true,
+    );
+    expect(await w.listed()).toHaveLength(1);
+  });
+});
+
+describe("crm unavailable (docs/api/conventions.md §Outages and retries)", () => {
+  it("a booking is 503 unavailable and writes nothing; under a key the failure is not remembered: the retry books", async () => {
+    const w = await workspace();
+    expect(
+      await caught(
+        crmDown.appointments.createAppointment({ workspaceId: w.workspaceId, input: w.input("10:00") }),
+      ),
+    ).toMatchObject({ grpc: Code.Unavailable, code: "unavailable", status: 503 });
+    const keyed = { workspaceId: w.workspaceId, input: w.input("10:00"), idempotencyKey: "k-down" };
+    expect(await caught(crmDown.appointments.createAppointment(keyed))).toMatchObject({
+      code: "unavailable",
+    });
+    expect(await w.listed()).toHaveLength(0);
+    const retried = await scheduling.appointments.createAppointment(keyed);
+    expect(retried.appointment).toMatchObject({ status: "scheduled", contactName: "Ana" });
+  });
+});
+
+describe("Redis lock held (store/guard.ts)", () => {
+  it("while another attempt holds the assignee's time, a booking is 409 slot_taken at once; once it lets go, the time books", async () => {
+    const w = await workspace();
+    const lock = `${prefix}time:${w.workspaceId}:${w.members[0]}:${Date.parse(at("10:00"))}`;
+    await redis.set(lock, "another-attempt", "PX", 5000);
+    expect(
+      await caught(
+        scheduling.appointments.createAppointment({ workspaceId: w.workspaceId, input: w.input("10:00") }),
+      ),
+    ).toMatchObject({
+      code: "slot_taken",
+      message: "the assignee's time is being booked by another request",
+    });
+    expect(await w.listed()).toHaveLength(0);
+    // The other assignee's time is not held.
+    expect(
+      await outcome(
+        scheduling.appointments.createAppointment({ workspaceId: w.workspaceId, input: w.input("10:00", 1) }),
+      ),
+    ).toBe("booked");
+    await redis.del(lock);
+    expect(
+      await outcome(
+        scheduling.appointments.createAppointment({ workspaceId: w.workspaceId, input: w.input("10:00") }),
+      ),
+    ).toBe("booked");
+    // The hold is released with the booking: nothing of it stays in Redis.
+    expect(await redis.exists(lock)).toBe(0);
+  });
+});
+
+describe("Idempotency-Key held in Redis (docs/api/conventions.md §Idempotency-Key)", () => {
+  it("while its first request is being checked, a copy is 409 idempotency_key_in_use at once, not remembered; then it books", async () => {
+    const w = await workspace();
+    const held = `${prefix}idem:${w.workspaceId}:k-held`;
+    await redis.set(held, "the-first-request", "PX", 5000);
+    const keyed = { workspaceId: w.workspaceId, input: w.input("10:00"), idempotencyKey: "k-held" };
+    expect(await caught(scheduling.appointments.createAppointment(keyed))).toMatchObject({
+      grpc: Code.Aborted,
+      code: "idempotency_key_in_use",
+      status: 409,
+    });
+    await redis.del(held);
+    const booked = await scheduling.appointments.createAppointment(keyed);
+    expect(booked.appointment).toMatchObject({ status: "scheduled" });
+    // Released with the answer; the next copy is a replay, answered before the key is looked for in Redis.
+    expect(await redis.exists(held)).toBe(0);
+    await redis.set(held, "another", "PX", 5000);
+    expect((await scheduling.appointments.createAppointment(keyed)).appointment).toEqual(booked.appointment);
+    await redis.del(held);
+  });
+});
+
+describe("no call leaves the process while a transaction is open (docs/architecture.md §Rules that keep it real)", () => {
+  it("an RPC to crm or a Redis command made inside a transaction is refused, naming the call", async () => {
+    const directory = crmDirectory(clientsOf(SERVICES.crm, inject("crmUrl")));
+    const inside = (call: () => Promise<unknown>) =>
+      sql
+        .begin(() => call())
+        .then(
+          () => undefined,
+          (err) => err,
+        );
+    const rpc = await inside(() => directory.contact("ws_x", "ct_x"));
+    expect(rpc).toBeInstanceOf(CallInTransactionError);
+    expect(rpc.message).toMatch(
+      /^RPC funil\.crm\.v1\.ContactService\/GetContact while a PostgreSQL transaction is open/,
+    );
+    const command = await inside(() => redis.get(`${prefix}probe`));
+    expect(command).toBeInstanceOf(CallInTransactionError);
+    expect(command.message).toMatch(/^Redis GET while a PostgreSQL transaction is open/);
+    // Before and after a transaction, both are fine.
+    await expect(directory.contact("ws_x", "ct_x")).resolves.toBeUndefined();
+    await expect(redis.get(`${prefix}probe`)).resolves.toBeNull();
+  });
+
+  it("the shape booking had: crm asked inside the Idempotency-Key's transaction is refused", async () => {
+    const directory = crmDirectory(clientsOf(SERVICES.crm, inject("crmUrl")));
+    const request = { workspaceId: "ws_x", key: `k${Date.now()}`, fingerprint: "f" };
+    const err = await withIdempotency(sql, request, { now, encode: (v) => v }, () =>
+      directory.contact("ws_x", "ct_x"),
+    ).catch((e) => e);
+    expect(err).toBeInstanceOf(CallInTransactionError);
+  });
+});
