@@ -2,13 +2,13 @@ import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 import { systemClock as clock, naming } from "@funil/config";
 import { migrate, openDatabase, type Sql } from "@funil/db";
+import { openRedis } from "@funil/db/redis";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyResolver, keyResolver } from "../key-cache.js";
 import { generateKey, hashKey } from "../keys.js";
-import { openRedis } from "../redis.js";
 import { type KeyStore, keyStore } from "../store/keys.js";
 import { authPlugin } from "./auth.js";
 import { errorsPlugin } from "./errors.js";
@@ -48,7 +48,11 @@ beforeAll(async () => {
   );
   await migrate(sql, fileURLToPath(new URL("../../migrations", import.meta.url)));
   store = keyStore(sql);
-  redis = openRedis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", pino({ level: "silent" }));
+  redis = openRedis(
+    process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    pino({ level: "silent" }),
+    "the key cache runs locally",
+  );
 });
 afterAll(async () => {
   for (const { app, keys } of copies) {

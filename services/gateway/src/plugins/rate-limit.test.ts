@@ -1,10 +1,10 @@
 import { createServer } from "node:net";
+import { openRedis } from "@funil/db/redis";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Caller } from "../key-cache.js";
-import { openRedis } from "../redis.js";
 import { errorsPlugin } from "./errors.js";
 import { rateLimitPlugin } from "./rate-limit.js";
 
@@ -18,7 +18,7 @@ const opened: Array<{ app: FastifyInstance; redis: Redis }> = [];
 let run = 0;
 
 async function gatewayCopy(opts: { max: number; prefix: string; redisUrl?: string }) {
-  const redis = openRedis(opts.redisUrl ?? REDIS_URL, log);
+  const redis = openRedis(opts.redisUrl ?? REDIS_URL, log, "the rate limit runs locally");
   const app = Fastify({ logger: false });
   await app.register(errorsPlugin);
   app.addHook("onRequest", async (req) => {
