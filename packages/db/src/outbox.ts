@@ -131,112 +131,21 @@ export function startOutboxRelay({
   maxRetryMs = 500,
   batch = 200,
 }: RelayOptions) {
-  const encoder = new TextEncoder();
   let stopped = false;
   let wake: (() => void) | undefined;
   // A notification that lands while a drain runs must not be lost: it makes the loop go round again.
   let notified = false;
   // wake() during a drain: whatever that drain's outcome, the next one starts at once.
   let woken = false;
-  const stats = { publishFailures: 0, streak: 0, failingSince: 0 };
-  let listened: () => void = () => {};
-  const listening = new Promise<void>((resolve) => {
-    listened = resolve;
+  const lock = leaderSession(sql, applicationName, () => {
+    notified = true;
+    wake?.();
   });
-
-  // One session holds the lock and, while it does, LISTENs: the lock lives as long as the session (never
-  // released for being idle or old), and a session that ends (the server restarted, the network cut) is
-  // seen at once, so that this relay stops publishing before it takes the lock again on a new session,
-  // where it LISTENs again. Relays standing by do not LISTEN: a notification would only make them try a
-  // lock they cannot take, so each copy costs one connection, not two (sql.listen() would open one more).
-  let leading = false;
-  const session = postgres({
-    ...sql.options,
-    max: 1,
-    idle_timeout: null,
-    max_lifetime: null,
-    connection: {
-      ...sql.options.connection,
-      ...(applicationName ? { application_name: applicationName } : {}),
-    },
-    // postgres.js hands the notifications a connection receives to this option (its own sql.listen()
-    // does the same on the connection it opens for them).
-    onnotify: () => {
-      notified = true;
-      wake?.();
-    },
-    onclose: () => {
-      leading = false;
-      sessionsEnded++;
-    },
-  } as unknown as postgres.Options<Record<string, never>>);
-  let sessionsEnded = 0;
-
-  /**
-   * Takes the lock when it is free; the holder LISTENs on the same session before it reads a row. Both
-   * must have run on one session: a session that ended in between (the next statement reconnects) leaves
-   * this relay standing by until its next poll.
-   */
-  async function lead(): Promise<boolean> {
-    const session0 = sessionsEnded;
-    const [lock] = await session<{ taken: boolean }[]>`
-      select pg_try_advisory_lock(${RELAY_LOCK.toString()}::bigint) as taken`;
-    if (!lock?.taken) return false;
-    await session`listen outbox`;
-    if (sessionsEnded !== session0) return false;
-    leading = true;
-    listened();
-    return true;
-  }
-
-  async function drainOnce(): Promise<number> {
-    if (!leading && !(await lead())) return 0;
-    // The envelope is published as PostgreSQL stored it, as text: read as jsonb, the driver parsed it
-    // into objects (camel-casing every key on the way) only for it to be stringified again; a webhook
-    // fan-out's jobs (64 ids each) made that about 16 KB of garbage per job (bench:webhooks).
-    const rows = await session<
-      { seq: string; id: string; subject: string; envelope: string; traceparent: string | null }[]
-    >`select seq, id, subject, envelope::text as envelope, traceparent from outbox order by seq limit ${batch}`;
-    if (!leading) throw new Error("outbox relay: lost its session while reading");
-    // Sent back to back on one connection, so the stream stores them in this order; a catch-up after an
-    // outage costs one round trip per batch, not one per event.
-    await Promise.all(
-      rows.map((row) =>
-        publishTraced(row.traceparent, row.subject, (traceparent) =>
-          publish(row.subject, encoder.encode(row.envelope), row.id, traceparent),
-        ),
-      ),
-    );
-    if (rows.length > 0) {
-      await session`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
-    }
-    return rows.length;
-  }
-
-  // One drain at a time per relay: flush() waits for the loop's drain.
-  let busy: Promise<unknown> = Promise.resolve();
-  function drain(): Promise<number> {
-    const run = busy.then(drainOnce);
-    busy = run.catch(() => {});
-    return run.then(
-      (n) => {
-        if (stats.streak > 0)
-          onRecover?.({ failures: stats.streak, downMs: Date.now() - stats.failingSince });
-        stats.streak = 0;
-        return n;
-      },
-      (err: unknown) => {
-        // A drain cut by stop() closing the session is not a failure.
-        if (stopped) throw err;
-        stats.publishFailures++;
-        if (stats.streak++ === 0) {
-          stats.failingSince = Date.now();
-          onError?.(err);
-        }
-        throw err;
-      },
-    );
-  }
+  const { drain, stats } = serialDrains(drainBatch(lock, publish, batch), {
+    onError,
+    onRecover,
+    stopped: () => stopped,
+  });
 
   async function loop() {
     while (!stopped) {
@@ -251,7 +160,7 @@ export function startOutboxRelay({
       if (stopped) break;
       // After a failure wait (with backoff) even if writes keep notifying: no hot loop on a bus outage. A
       // relay standing by only tries the lock at each interval, whatever the writes notify.
-      if (leading && ((notified && !failed) || woken)) continue;
+      if (lock.leading() && ((notified && !failed) || woken)) continue;
       const delay = failed ? Math.min(maxRetryMs, retryMs * 2 ** (stats.streak - 1)) : intervalMs;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, delay);
@@ -267,13 +176,13 @@ export function startOutboxRelay({
 
   return {
     /** Resolves once this relay holds the lock and listens for notifications (tests). */
-    ready: listening,
+    ready: lock.listening,
     /** Publishes everything pending now, once this relay holds the lock (tests). */
     flush: async () => {
       for (;;) {
         const n = await drain();
-        if (leading && n === 0) return;
-        if (!leading) await new Promise((r) => setTimeout(r, 50));
+        if (lock.leading() && n === 0) return;
+        if (!lock.leading()) await new Promise((r) => setTimeout(r, 50));
       }
     },
     /** Tries again now, without waiting out a retry delay (the bus is back). */
@@ -285,7 +194,11 @@ export function startOutboxRelay({
      * Failed attempts since start, whether the relay is failing now, and whether it is the one that
      * publishes (the others stand by).
      */
-    stats: () => ({ publishFailures: stats.publishFailures, failing: stats.streak > 0, leading }),
+    stats: () => ({
+      publishFailures: stats.publishFailures,
+      failing: stats.streak > 0,
+      leading: lock.leading(),
+    }),
     /**
      * Lets a publish in progress finish, publishes what is left when this relay holds the lock, then
      * ends the session, which hands the lock to a relay standing by.
@@ -298,10 +211,130 @@ export function startOutboxRelay({
       await running;
       // What the last requests wrote goes out now rather than at the next start (a lone copy), unless
       // the bus is away: then it waits in the outbox for whichever relay runs next.
-      if (leading) while ((await drain().catch(() => 0)) > 0) {}
-      await session.end({ timeout: 5 });
+      if (lock.leading()) while ((await drain().catch(() => 0)) > 0) {}
+      await lock.session.end({ timeout: 5 });
     },
   };
+}
+
+/**
+ * The relay's one session. It holds the lock and, while it does, LISTENs: the lock lives as long as the
+ * session (never released for being idle or old), and a session that ends (the server restarted, the
+ * network cut) is seen at once, so that the relay stops publishing before it takes the lock again on a
+ * new session, where it LISTENs again. Relays standing by do not LISTEN: a notification would only make
+ * them try a lock they cannot take, so each copy costs one connection, not two (sql.listen() would open
+ * one more).
+ */
+function leaderSession(sql: Sql, applicationName: string | undefined, onNotify: () => void) {
+  let leading = false;
+  let sessionsEnded = 0;
+  let listened: () => void = () => {};
+  const listening = new Promise<void>((resolve) => {
+    listened = resolve;
+  });
+  const session = postgres({
+    ...sql.options,
+    max: 1,
+    idle_timeout: null,
+    max_lifetime: null,
+    connection: {
+      ...sql.options.connection,
+      ...(applicationName ? { application_name: applicationName } : {}),
+    },
+    // postgres.js hands the notifications a connection receives to this option (its own sql.listen()
+    // does the same on the connection it opens for them).
+    onnotify: onNotify,
+    onclose: () => {
+      leading = false;
+      sessionsEnded++;
+    },
+  } as unknown as postgres.Options<Record<string, never>>);
+
+  return {
+    session,
+    listening,
+    leading: () => leading,
+    /**
+     * Takes the lock when it is free; the holder LISTENs on the same session before it reads a row. Both
+     * must have run on one session: a session that ended in between (the next statement reconnects)
+     * leaves this relay standing by until its next poll.
+     */
+    async lead(): Promise<boolean> {
+      const session0 = sessionsEnded;
+      const [lock] = await session<{ taken: boolean }[]>`
+        select pg_try_advisory_lock(${RELAY_LOCK.toString()}::bigint) as taken`;
+      if (!lock?.taken) return false;
+      await session`listen outbox`;
+      if (sessionsEnded !== session0) return false;
+      leading = true;
+      listened();
+      return true;
+    },
+  };
+}
+type LeaderSession = ReturnType<typeof leaderSession>;
+
+/** One drain: once this relay leads, a batch read in `seq` order, published, then deleted. */
+function drainBatch(lock: LeaderSession, publish: Publish, batch: number) {
+  const encoder = new TextEncoder();
+  return async (): Promise<number> => {
+    if (!lock.leading() && !(await lock.lead())) return 0;
+    // The envelope is published as PostgreSQL stored it, as text: read as jsonb, the driver parsed it
+    // into objects (camel-casing every key on the way) only for it to be stringified again; a webhook
+    // fan-out's jobs (64 ids each) made that about 16 KB of garbage per job (bench:webhooks).
+    const rows = await lock.session<
+      { seq: string; id: string; subject: string; envelope: string; traceparent: string | null }[]
+    >`select seq, id, subject, envelope::text as envelope, traceparent from outbox order by seq limit ${batch}`;
+    if (!lock.leading()) throw new Error("outbox relay: lost its session while reading");
+    // Sent back to back on one connection, so the stream stores them in this order; a catch-up after an
+    // outage costs one round trip per batch, not one per event.
+    await Promise.all(
+      rows.map((row) =>
+        publishTraced(row.traceparent, row.subject, (traceparent) =>
+          publish(row.subject, encoder.encode(row.envelope), row.id, traceparent),
+        ),
+      ),
+    );
+    if (rows.length > 0) {
+      await lock.session`delete from outbox where seq = any(${rows.map((r) => r.seq)}::bigint[])`;
+    }
+    return rows.length;
+  };
+}
+
+/**
+ * Drains one at a time (flush() waits for the loop's drain), counting failures: an outage is one
+ * onError when it starts and one onRecover when it ends, not one line per retry.
+ */
+function serialDrains(
+  drainOnce: () => Promise<number>,
+  opts: Pick<RelayOptions, "onError" | "onRecover"> & { stopped: () => boolean },
+) {
+  const stats = { publishFailures: 0, streak: 0, failingSince: 0 };
+  let busy: Promise<unknown> = Promise.resolve();
+  function drain(): Promise<number> {
+    const run = busy.then(drainOnce);
+    busy = run.catch(() => {});
+    return run.then(
+      (n) => {
+        if (stats.streak > 0)
+          opts.onRecover?.({ failures: stats.streak, downMs: Date.now() - stats.failingSince });
+        stats.streak = 0;
+        return n;
+      },
+      (err: unknown) => {
+        // A drain cut by stop() closing the session is not a failure.
+        if (opts.stopped()) throw err;
+        stats.publishFailures++;
+        if (stats.streak++ === 0) {
+          stats.failingSince = Date.now();
+          opts.onError?.(err);
+        }
+        throw err;
+      },
+    );
+  }
+  return { drain, stats };
 }
 export type OutboxRelay = ReturnType<typeof startOutboxRelay>;
 
