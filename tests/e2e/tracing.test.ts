@@ -436,6 +436,27 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     );
     expect(refused).toMatchObject({ trace_id: traceId, span_id: consumed.spanId });
   });
+  it("a batch consumer (timeline's ingest) gives each message a span in the trace its header carries", async () => {
+    const traceId = "6e0c63257de34c926f9efcd03899ac50";
+    const parent = "53995c3f42cd8ad8";
+    const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
+    try {
+      const h = headers();
+      h.set("traceparent", `00-${traceId}-${parent}-01`);
+      // Refused by the contract (not JSON): handled all the same, and sent to the dead letters.
+      await jetstream(nc).publish(names.subject("ingest.email"), new TextEncoder().encode("not json"), {
+        headers: h,
+        msgID: `ingest-traced-${Date.now()}`,
+      });
+    } finally {
+      await nc.close();
+    }
+    const consumed = await waitFor(async () =>
+      receiver.spans.find((s) => s.traceId === traceId && s.name === "process timeline-emails"),
+    );
+    expect(consumed).toMatchObject({ service: "timeline", kind: CONSUMER_KIND, parentSpanId: parent });
+    expect(consumed.attributes["messaging.batch.message_count"]).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe("Redis spans of a booking (scheduling's booking guard through @funil/db/redis)", () => {

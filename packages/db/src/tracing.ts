@@ -36,7 +36,9 @@ function wrap<T extends Fn>(sql: T): T {
     apply(target, thisArg, args: unknown[]) {
       const result = Reflect.apply(target, thisArg, args);
       const strings = args[0] as { raw?: unknown } | undefined;
-      if (Array.isArray(strings) && strings.raw) watch(result, statementName(String(strings[0])));
+      // Outside a sampled span (most requests, at a ratio) the statement is left as it is.
+      if (Array.isArray(strings) && strings.raw && sampled(context.active()))
+        watch(result, statementName(String(strings[0])));
       return result;
     },
     get(target, prop) {
@@ -51,7 +53,7 @@ function wrap<T extends Fn>(sql: T): T {
       if (prop === "unsafe")
         return (...args: unknown[]) => {
           const result = (value as Fn).apply(target, args);
-          watch(result, statementName(String(args[0])));
+          if (sampled(context.active())) watch(result, statementName(String(args[0])));
           return result;
         };
       return value;
