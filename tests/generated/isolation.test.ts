@@ -202,6 +202,8 @@ it("SPEC §5: every operation that takes an id is probed (the generator found th
     "PATCH /api/v1/opportunities/{id}",
     "GET /api/v1/tasks",
     "POST /api/v1/notes",
+    "POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/resend",
+    "POST /api/v1/webhooks/{id}/recover",
   ])
     expect(names).toContain(route);
 });

@@ -156,6 +156,21 @@ export const webhookSecret = z
 export const delivery = apiSchema(DeliverySchema, {
   narrow: { status: deliveryStatus, event: webhookEvent },
 }).meta({ id: "WebhookDelivery" });
+export const webhookRecovered = z
+  .object({
+    queued: z
+      .number()
+      .int()
+      .describe("dead deliveries of the window put back, each with a new series of attempts"),
+    notQueued: z
+      .number()
+      .int()
+      .describe(
+        "dead deliveries of the window left over the bound of one call (10 000): recover again from nextSince",
+      ),
+    nextSince: z.string().nullable().describe("where the next call starts; null when nothing was left"),
+  })
+  .meta({ id: "WebhookRecovered" });
 
 export const learner = apiSchema(LearnerSchema).meta({ id: "Learner" });
 export const learnerDetail = apiSchema(LearnerDetailSchema).meta({ id: "LearnerDetail" });

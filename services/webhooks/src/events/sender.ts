@@ -242,18 +242,22 @@ function holdJobsOn(s: Sender): NodeJS.Timeout {
  * What an attempt checks before its POST: the delivery is still pending
  * and due, its subscription active, and the subscription's key still holds
  * the event's read scope, asked now, uncached (API.md §11). Answers the
- * delivery to send, or what became of it. `read`: the delivery as its job
- * read it, when that was at most RECHECK_MS ago; else it is read now.
+ * delivery to send, or what became of it. A delivery that a resend or a
+ * recover gave to another job is that job's: this one drops it. `read`: the
+ * delivery as its job read it, when that was at most RECHECK_MS ago; else
+ * it is read now.
  */
 function readiness(s: Sender, readDue: Gatherers["readDue"]) {
   const { deliveries, clock, log } = s.deps;
   const keyOf = keyChecker(s.deps.auth);
   return async function ready(
+    jobId: string,
     deliveryId: string,
     read?: DueDelivery | Outcome,
   ): Promise<DueDelivery | Outcome> {
     const delivery = read ?? (await readDue(deliveryId));
     if ("final" in delivery) return delivery;
+    if (delivery.queuedJob !== null && delivery.queuedJob !== jobId) return FINAL;
     if (!delivery.active) {
       await deliveries.abandon(delivery);
       return FINAL;
@@ -320,18 +324,23 @@ function attempter(s: Sender, g: Gatherers) {
   const record = outcomeRecorder(s, g);
   return async function attempt(
     subscriptionId: string,
+    jobId: string,
     deliveryId: string,
     read: DueDelivery | Outcome,
     readAt: number,
   ): Promise<Outcome> {
-    let delivery = await ready(deliveryId, performance.now() - readAt <= RECHECK_MS ? read : undefined);
+    let delivery = await ready(
+      jobId,
+      deliveryId,
+      performance.now() - readAt <= RECHECK_MS ? read : undefined,
+    );
     if ("final" in delivery) return delivery;
     const asked = performance.now();
     const release = await s.limits.acquire(subscriptionId);
     let result: AttemptResult;
     try {
       if (performance.now() - asked > RECHECK_MS) {
-        delivery = await ready(deliveryId);
+        delivery = await ready(jobId, deliveryId);
         if ("final" in delivery) return delivery;
       }
       result = await post(delivery);
@@ -353,7 +362,8 @@ function outcomeRecorder(s: Sender, g: Gatherers) {
     }
     const next = await deliveries.record(delivery, result, now, (failingSince) =>
       afterAttempt({
-        attempts: delivery.attempts + 1,
+        // The schedule of the current series: a resend or a recover starts one afresh.
+        attempts: delivery.attempts + 1 - delivery.retryFrom,
         result,
         scheduleMs: settings.retryScheduleMs,
         now,
@@ -420,10 +430,12 @@ function jobRunner(s: Sender, g: Gatherers) {
       while (next < ids.length && !s.stopping) {
         const at = next++;
         const id = ids[at]!;
-        const outcome = await attempt(subscriptionId, id, reads[at]!, readAt).catch((err): Outcome => {
-          log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
-          return { final: false, waitMs: 1_000 };
-        });
+        const outcome = await attempt(subscriptionId, job.id, id, reads[at]!, readAt).catch(
+          (err): Outcome => {
+            log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
+            return { final: false, waitMs: 1_000 };
+          },
+        );
         if (!outcome.final) waitMs = Math.min(waitMs, outcome.waitMs);
       }
     };

@@ -9,7 +9,15 @@ import {
 } from "@funil/contracts";
 import { fail, notFound } from "@funil/errors";
 import { plainOf } from "@funil/rpc";
-import { check, createWebhookBody, idParam, patchWebhookBody } from "@funil/schemas";
+import {
+  check,
+  createWebhookBody,
+  deliveryParams,
+  idParam,
+  patchWebhookBody,
+  RECOVER_LIMIT,
+  recoverBody,
+} from "@funil/schemas";
 import type { SecretBox } from "../secrets.js";
 import { newSecret } from "../secrets.js";
 import type { DeliveryStore } from "../store/deliveries.js";
@@ -26,6 +34,8 @@ export interface WebhookDeps {
   targets: TargetPolicy;
   clock: Clock;
 }
+
+const id = (value: string) => check(idParam, { id: value }, "path").id;
 
 export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookService> {
   const { subscriptions, clock } = deps;
@@ -49,6 +59,17 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
   async function found(workspaceId: string, id: string) {
     const sub = await subscriptions.get(workspaceId, id);
     if (!sub) throw notFound("webhook subscription");
+    return sub;
+  }
+
+  /** Resend and recover send to an active subscription only (docs/api/webhooks.md §Resend and recover). */
+  async function foundActive(workspaceId: string, id: string) {
+    const sub = await found(workspaceId, id);
+    if (!sub.active)
+      throw fail(
+        "conflict",
+        `the subscription is not active (${sub.disabledReason ?? "deactivated"}): reactivate it first with PATCH {"active": true}`,
+      );
     return sub;
   }
 
@@ -114,6 +135,27 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       const sub = await found(req.workspaceId, id);
       const rows = await deps.deliveries.recent(sub.id);
       return { data: rows.map((d) => deliveryWire.proto(d)) };
+    },
+
+    async resendDelivery(req) {
+      const { id, deliveryId } = check(deliveryParams, { id: req.id, deliveryId: req.deliveryId }, "path");
+      const sub = await found(req.workspaceId, id);
+      if (!(await deps.deliveries.one(sub.id, deliveryId))) throw notFound("webhook delivery");
+      await foundActive(req.workspaceId, id);
+      const delivery = await deps.deliveries.resend(sub.id, deliveryId, clock.now());
+      if (delivery === undefined) throw notFound("webhook delivery");
+      if (delivery === "pending")
+        throw fail("conflict", "the delivery is pending: its next attempt is queued already");
+      return { delivery: deliveryWire.proto(delivery) };
+    },
+
+    async recoverDeliveries(req) {
+      const body = check(recoverBody, { since: req.since, until: req.until }, "body");
+      const sub = await foundActive(req.workspaceId, id(req.id));
+      const now = clock.now();
+      const until = body.until ? new Date(body.until) : now;
+      const done = await deps.deliveries.recover(sub.id, new Date(body.since), until, now, RECOVER_LIMIT);
+      return { queued: done.queued, notQueued: done.notQueued, nextSince: done.nextSince?.toISOString() };
     },
   };
 }

@@ -80,3 +80,69 @@ describe("a subscription's deliveries", () => {
     }
   });
 });
+
+describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () => {
+  async function deadDeliveries(n: number) {
+    const workspaceId = `ws_r${Date.now()}${Math.random().toString(36).slice(2, 6)}`;
+    const sub = await subscriptionStore(sql).create(
+      workspaceId,
+      { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
+      "whsec_test",
+      at(0),
+    );
+    const events = Array.from({ length: n }, (_, i) => ({
+      id: `evt_${workspaceId}_${i}`,
+      type: "contact.created",
+      workspaceId,
+      occurredAt: at(1_000).toISOString(),
+      data: { id: `ct_${i}` },
+    }));
+    for (const [i, e] of events.entries()) await store.fanOut([e], at(2_000 + i));
+    await sql`update deliveries set status = 'dead', attempts = 6 where subscription_id = ${sub.id}`;
+    return sub.id;
+  }
+
+  it("recover is bounded per call: what it left is counted, and the next call from nextSince queues it, never twice", async () => {
+    const subscriptionId = await deadDeliveries(5);
+    const first = await store.recover(subscriptionId, at(0), at(60_000), at(70_000), 2);
+    expect(first).toEqual({ queued: 2, notQueued: 3, nextSince: at(2_002) });
+    const second = await store.recover(subscriptionId, first.nextSince!, at(60_000), at(70_000), 2);
+    expect(second).toEqual({ queued: 2, notQueued: 1, nextSince: at(2_004) });
+    // The same window again: the ones queued are pending, not queued a second time.
+    expect(await store.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toEqual({
+      queued: 1,
+      notQueued: 0,
+      nextSince: null,
+    });
+    const rows = await sql<{ status: string; attempts: number; retryFrom: number; queuedJob: string }[]>`
+      select status, attempts, retry_from, queued_job from deliveries where subscription_id = ${subscriptionId}`;
+    expect(rows.every((r) => r.status === "pending" && r.retryFrom === 6 && r.queuedJob)).toBe(true);
+    // Each call queued its deliveries under a job of its own.
+    const jobs = new Set(rows.map((r) => r.queuedJob));
+    expect(jobs.size).toBe(3);
+  });
+
+  it("a delivery given to a new job is not the old job's: readDue tells the sender which job owns it", async () => {
+    const subscriptionId = await deadDeliveries(1);
+    const [row] = await sql<
+      { id: string }[]
+    >`select id from deliveries where subscription_id = ${subscriptionId}`;
+    const id = row!.id;
+    const resent = await store.resend(subscriptionId, id, at(80_000));
+    expect(resent).toMatchObject({ id, status: "pending", attempts: 6 });
+    const [due] = await store.readDue([id], at(80_000), 1_000);
+    expect(due).toMatchObject({ id, retryFrom: 6, queuedJob: expect.stringMatching(/^job_/) });
+    // Pending already: a second resend queues nothing.
+    expect(await store.resend(subscriptionId, id, at(80_001))).toBe("pending");
+    // Not the subscription's: nothing.
+    expect(await store.resend("wh_other", id, at(80_002))).toBeUndefined();
+  });
+
+  it("a subscription that is not active gets nothing queued", async () => {
+    const subscriptionId = await deadDeliveries(2);
+    await sql`update subscriptions set active = false where id = ${subscriptionId}`;
+    expect(await store.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toMatchObject({
+      queued: 0,
+    });
+  });
+});

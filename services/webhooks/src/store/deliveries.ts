@@ -21,6 +21,10 @@ export interface DueDelivery {
   event: string;
   body: string;
   attempts: number;
+  /** The attempts made before the current series (a resend or a recover starts one). */
+  retryFrom: number;
+  /** The job that owns the delivery since a resend or a recover; null: its fan-out's. */
+  queuedJob: string | null;
   url: string;
   keyId: string;
   active: boolean;
@@ -49,12 +53,20 @@ export const deliveryBody = (e: EventEnvelope) =>
 /** Deliveries in one job at most: a job is worked on as a whole, acknowledged when all are done. */
 export const JOB_SIZE = 64;
 
+/** What a recover did: deliveries queued, and those of the window left for another call (from nextSince). */
+export interface Recovered {
+  queued: number;
+  notQueued: number;
+  nextSince: Date | null;
+}
+
 /**
  * `subject(subscriptionId)`: where a delivery's job is queued (WEBHOOK_DELIVERIES).
  * A job leaves through the outbox, in the transaction that creates its
  * deliveries: committed means queued, however the process ends after.
  */
 export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
+  type Job = { id: string; subject: string; payload: { job: string; deliveryIds: string[] } };
   /**
    * The jobs of new deliveries: one per subscription (up to JOB_SIZE
    * deliveries each), on the subscription's subject, so that a burst of
@@ -67,7 +79,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       if (ids) ids.push(d.id);
       else bySubscription.set(d.subscriptionId, [d.id]);
     }
-    const jobs: Array<{ id: string; subject: string; payload: { job: string; deliveryIds: string[] } }> = [];
+    const jobs: Job[] = [];
     for (const [subscriptionId, ids] of bySubscription)
       for (let i = 0; i < ids.length; i += JOB_SIZE) {
         const job = newId("job", now.getTime());
@@ -96,6 +108,45 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
     where id = ${subscriptionId}`;
 
   /**
+   * A new series of attempts of the deliveries `ids` of an active
+   * subscription that are not pending (docs/api/webhooks.md §Resend and
+   * recover): pending and due now, each owned by a new job queued through
+   * the outbox in the same transaction. A delivery pending already keeps its
+   * one job (never two series at once); so does every delivery of a
+   * subscription that is not active. Answers the ids put back.
+   */
+  async function requeue(subscriptionId: string, ids: string[], now: Date): Promise<string[]> {
+    if (ids.length === 0) return [];
+    return sql.begin(async (tx) => {
+      // Held until the commit: a deactivation waits, then finds these pending and ends them dead.
+      const [sub] = await tx<{ active: boolean }[]>`
+        select active from subscriptions where id = ${subscriptionId} for share`;
+      if (!sub?.active) return [];
+      const jobs = jobsOf(
+        ids.map((id) => ({ id, subscriptionId })),
+        now,
+      );
+      const jobOf = jobs.flatMap((j) => j.payload.deliveryIds.map((id) => [id, j.id] as const));
+      // Rows made pending by a racing resend since they were chosen are skipped (the where is read again).
+      const rows = await tx<{ id: string; queuedJob: string }[]>`
+        update deliveries d set status = 'pending', next_attempt_at = null, retry_from = d.attempts,
+          queued_job = r.job
+        from unnest(${jobOf.map(([id]) => id)}::text[], ${jobOf.map(([, job]) => job)}::text[]) as r(id, job)
+        where d.id = r.id and d.subscription_id = ${subscriptionId} and d.status <> 'pending'
+        returning d.id, d.queued_job`;
+      const put = new Set(rows.map((r) => r.id));
+      const queued = jobs
+        .map((j) => ({
+          ...j,
+          payload: { ...j.payload, deliveryIds: j.payload.deliveryIds.filter((id) => put.has(id)) },
+        }))
+        .filter((j) => j.payload.deliveryIds.length > 0);
+      await writeMessage(tx, queued);
+      return [...put];
+    });
+  }
+
+  /**
    * Successful attempts, in one statement (atomic as a whole): each
    * delivery delivered, and its subscription's breaker clock cleared.
    */
@@ -114,6 +165,13 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       from unnest(${done.map((d) => d.delivery.id)}::text[], ${done.map((d) => d.delivery.attempts + 1)}::int[],
         ${done.map((d) => d.status)}::int[], ${done.map((d) => d.at.toISOString())}::timestamptz[]) as a(id, attempts, status, at)
       where deliveries.id = a.id`;
+  }
+
+  /** One delivery of the subscription, or undefined. */
+  async function one(subscriptionId: string, id: string): Promise<DeliveryRecord | undefined> {
+    const [row] = await sql<DeliveryRecord[]>`
+      select ${columns(sql)} from deliveries where id = ${id} and subscription_id = ${subscriptionId}`;
+    return row;
   }
 
   return {
@@ -173,6 +231,56 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       });
     },
 
+    /**
+     * Resend: a new series of attempts of one delivery of the subscription.
+     * Answers the delivery as it is now, "pending" when it was pending
+     * already or its subscription is not active, or undefined when it is
+     * not the subscription's.
+     */
+    async resend(
+      subscriptionId: string,
+      deliveryId: string,
+      now: Date,
+    ): Promise<DeliveryRecord | "pending" | undefined> {
+      const put = await requeue(subscriptionId, [deliveryId], now);
+      const row = await one(subscriptionId, deliveryId);
+      if (!row) return undefined;
+      return put.length === 1 ? row : "pending";
+    },
+
+    /**
+     * Recover: a new series of attempts of the subscription's dead
+     * deliveries created within [since, until), oldest first, `limit` at
+     * most; the rest of the window is counted and where it starts is said.
+     */
+    async recover(
+      subscriptionId: string,
+      since: Date,
+      until: Date,
+      now: Date,
+      limit: number,
+    ): Promise<Recovered> {
+      const dead = await sql<{ id: string; createdAt: Date }[]>`
+        select id, created_at from deliveries
+        where subscription_id = ${subscriptionId} and status = 'dead'
+          and created_at >= ${since} and created_at < ${until}
+        order by created_at, id limit ${limit + 1}`;
+      const rest = dead[limit];
+      const put = await requeue(
+        subscriptionId,
+        dead.slice(0, limit).map((d) => d.id),
+        now,
+      );
+      if (!rest) return { queued: put.length, notQueued: 0, nextSince: null };
+      const [left] = await sql<{ n: number }[]>`
+        select count(*)::int as n from deliveries
+        where subscription_id = ${subscriptionId} and status = 'dead'
+          and created_at >= ${rest.createdAt} and created_at < ${until}`;
+      return { queued: put.length, notQueued: left?.n ?? 0, nextSince: rest.createdAt };
+    },
+
+    one,
+
     /** The 50 most recent deliveries of a subscription (SPEC.md §4, §8). */
     async recent(subscriptionId: string): Promise<DeliveryRecord[]> {
       return sql<DeliveryRecord[]>`
@@ -190,7 +298,8 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      */
     async readDue(ids: string[], now: Date, leaseMs: number): Promise<Array<DueDelivery | Outcome>> {
       const rows = await sql<(DueDelivery & { status: string; nextAttemptAt: Date | null })[]>`
-        select d.id, d.subscription_id, d.event, d.body, d.attempts, d.status, d.next_attempt_at, s.url, s.key_id,
+        select d.id, d.subscription_id, d.event, d.body, d.attempts, d.retry_from, d.queued_job, d.status,
+          d.next_attempt_at, s.url, s.key_id,
           s.active, s.secret, s.previous_secret, s.previous_secret_until
         from deliveries d join subscriptions s on s.id = d.subscription_id
         where d.id = any(${ids}::text[])`;

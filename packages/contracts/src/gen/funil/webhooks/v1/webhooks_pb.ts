@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/webhooks/v1/webhooks.proto.
  */
 export const file_funil_webhooks_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("CiBmdW5pbC93ZWJob29rcy92MS93ZWJob29rcy5wcm90bxIRZnVuaWwud2ViaG9va3MudjEi+QEKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSDgoGZXZlbnRzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESDgoGYWN0aXZlGAUgASgIEhoKDWZhaWxpbmdfc2luY2UYBiABKAlIAYgBARIcCg9kaXNhYmxlZF9yZWFzb24YByABKAlIAogBARISCgpjcmVhdGVkX2F0GAggASgJEhIKCnVwZGF0ZWRfYXQYCSABKAlCDgoMX2Rlc2NyaXB0aW9uQhAKDl9mYWlsaW5nX3NpbmNlQhIKEF9kaXNhYmxlZF9yZWFzb24igAIKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgVldmVudBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAYgASgFSACIAQESFwoKbGFzdF9lcnJvchgHIAEoCUgBiAEBEhwKD2xhc3RfYXR0ZW1wdF9hdBgIIAEoCUgCiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0INCgtfbGFzdF9lcnJvckISChBfbGFzdF9hdHRlbXB0X2F0IpIBCg1XZWJob29rRmllbGRzEhAKA3VybBgBIAEoCUgAiAEBEg4KBmV2ZW50cxgCIAMoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhMKBmFjdGl2ZRgEIAEoCEgCiAEBEg0KBWNsZWFyGAUgAygJQgYKBF91cmxCDgoMX2Rlc2NyaXB0aW9uQgkKB19hY3RpdmUiKwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRQoUTGlzdFdlYmhvb2tzUmVzcG9uc2USLQoEZGF0YRgBIAMoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiI1ChFHZXRXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiSwoSR2V0V2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiJuChRDcmVhdGVXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEjAKBmZpZWxkcxgDIAEoCzIgLmZ1bmlsLndlYmhvb2tzLnYxLldlYmhvb2tGaWVsZHMiXgoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkiegoUVXBkYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIKCgJpZBgDIAEoCRIwCgZmaWVsZHMYBCABKAsyIC5mdW5pbC53ZWJob29rcy52MS5XZWJob29rRmllbGRzIk4KFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRI1CgxzdWJzY3JpcHRpb24YASABKAsyHy5mdW5pbC53ZWJob29rcy52MS5TdWJzY3JpcHRpb24iOAoURGVsZXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSI3ChNSb3RhdGVTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSImChRSb3RhdGVTZWNyZXRSZXNwb25zZRIOCgZzZWNyZXQYASABKAkiOQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJDChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEikKBGRhdGEYASADKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeTLPBQoOV2ViaG9va1NlcnZpY2USZAoMTGlzdFdlYmhvb2tzEiYuZnVuaWwud2ViaG9va3MudjEuTGlzdFdlYmhvb2tzUmVxdWVzdBonLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RXZWJob29rc1Jlc3BvbnNlIgOQAgESXgoKR2V0V2ViaG9vaxIkLmZ1bmlsLndlYmhvb2tzLnYxLkdldFdlYmhvb2tSZXF1ZXN0GiUuZnVuaWwud2ViaG9va3MudjEuR2V0V2ViaG9va1Jlc3BvbnNlIgOQAgESYgoNQ3JlYXRlV2ViaG9vaxInLmZ1bmlsLndlYmhvb2tzLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0GiguZnVuaWwud2ViaG9va3MudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEmIKDVVwZGF0ZVdlYmhvb2sSJy5mdW5pbC53ZWJob29rcy52MS5VcGRhdGVXZWJob29rUmVxdWVzdBooLmZ1bmlsLndlYmhvb2tzLnYxLlVwZGF0ZVdlYmhvb2tSZXNwb25zZRJiCg1EZWxldGVXZWJob29rEicuZnVuaWwud2ViaG9va3MudjEuRGVsZXRlV2ViaG9va1JlcXVlc3QaKC5mdW5pbC53ZWJob29rcy52MS5EZWxldGVXZWJob29rUmVzcG9uc2USXwoMUm90YXRlU2VjcmV0EiYuZnVuaWwud2ViaG9va3MudjEuUm90YXRlU2VjcmV0UmVxdWVzdBonLmZ1bmlsLndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlc3BvbnNlEmoKDkxpc3REZWxpdmVyaWVzEiguZnVuaWwud2ViaG9va3MudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GikuZnVuaWwud2ViaG9va3MudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZSIDkAIBYgZwcm90bzM");
+  fileDesc("CiBmdW5pbC93ZWJob29rcy92MS93ZWJob29rcy5wcm90bxIRZnVuaWwud2ViaG9va3MudjEi+QEKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSDgoGZXZlbnRzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESDgoGYWN0aXZlGAUgASgIEhoKDWZhaWxpbmdfc2luY2UYBiABKAlIAYgBARIcCg9kaXNhYmxlZF9yZWFzb24YByABKAlIAogBARISCgpjcmVhdGVkX2F0GAggASgJEhIKCnVwZGF0ZWRfYXQYCSABKAlCDgoMX2Rlc2NyaXB0aW9uQhAKDl9mYWlsaW5nX3NpbmNlQhIKEF9kaXNhYmxlZF9yZWFzb24igAIKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgVldmVudBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAYgASgFSACIAQESFwoKbGFzdF9lcnJvchgHIAEoCUgBiAEBEhwKD2xhc3RfYXR0ZW1wdF9hdBgIIAEoCUgCiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0INCgtfbGFzdF9lcnJvckISChBfbGFzdF9hdHRlbXB0X2F0IpIBCg1XZWJob29rRmllbGRzEhAKA3VybBgBIAEoCUgAiAEBEg4KBmV2ZW50cxgCIAMoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhMKBmFjdGl2ZRgEIAEoCEgCiAEBEg0KBWNsZWFyGAUgAygJQgYKBF91cmxCDgoMX2Rlc2NyaXB0aW9uQgkKB19hY3RpdmUiKwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRQoUTGlzdFdlYmhvb2tzUmVzcG9uc2USLQoEZGF0YRgBIAMoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiI1ChFHZXRXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiSwoSR2V0V2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiJuChRDcmVhdGVXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEjAKBmZpZWxkcxgDIAEoCzIgLmZ1bmlsLndlYmhvb2tzLnYxLldlYmhvb2tGaWVsZHMiXgoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkiegoUVXBkYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIKCgJpZBgDIAEoCRIwCgZmaWVsZHMYBCABKAsyIC5mdW5pbC53ZWJob29rcy52MS5XZWJob29rRmllbGRzIk4KFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRI1CgxzdWJzY3JpcHRpb24YASABKAsyHy5mdW5pbC53ZWJob29rcy52MS5TdWJzY3JpcHRpb24iOAoURGVsZXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSI3ChNSb3RhdGVTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSImChRSb3RhdGVTZWNyZXRSZXNwb25zZRIOCgZzZWNyZXQYASABKAkiOQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJDChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEikKBGRhdGEYASADKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeSJOChVSZXNlbmREZWxpdmVyeVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIkcKFlJlc2VuZERlbGl2ZXJ5UmVzcG9uc2USLQoIZGVsaXZlcnkYASABKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeSJpChhSZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg0KBXNpbmNlGAMgASgJEhIKBXVudGlsGAQgASgJSACIAQFCCAoGX3VudGlsImcKGVJlY292ZXJEZWxpdmVyaWVzUmVzcG9uc2USDgoGcXVldWVkGAEgASgFEhIKCm5vdF9xdWV1ZWQYAiABKAUSFwoKbmV4dF9zaW5jZRgDIAEoCUgAiAEBQg0KC19uZXh0X3NpbmNlMqYHCg5XZWJob29rU2VydmljZRJkCgxMaXN0V2ViaG9va3MSJi5mdW5pbC53ZWJob29rcy52MS5MaXN0V2ViaG9va3NSZXF1ZXN0GicuZnVuaWwud2ViaG9va3MudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2UiA5ACARJeCgpHZXRXZWJob29rEiQuZnVuaWwud2ViaG9va3MudjEuR2V0V2ViaG9va1JlcXVlc3QaJS5mdW5pbC53ZWJob29rcy52MS5HZXRXZWJob29rUmVzcG9uc2UiA5ACARJiCg1DcmVhdGVXZWJob29rEicuZnVuaWwud2ViaG9va3MudjEuQ3JlYXRlV2ViaG9va1JlcXVlc3QaKC5mdW5pbC53ZWJob29rcy52MS5DcmVhdGVXZWJob29rUmVzcG9uc2USYgoNVXBkYXRlV2ViaG9vaxInLmZ1bmlsLndlYmhvb2tzLnYxLlVwZGF0ZVdlYmhvb2tSZXF1ZXN0GiguZnVuaWwud2ViaG9va3MudjEuVXBkYXRlV2ViaG9va1Jlc3BvbnNlEmIKDURlbGV0ZVdlYmhvb2sSJy5mdW5pbC53ZWJob29rcy52MS5EZWxldGVXZWJob29rUmVxdWVzdBooLmZ1bmlsLndlYmhvb2tzLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZRJfCgxSb3RhdGVTZWNyZXQSJi5mdW5pbC53ZWJob29rcy52MS5Sb3RhdGVTZWNyZXRSZXF1ZXN0GicuZnVuaWwud2ViaG9va3MudjEuUm90YXRlU2VjcmV0UmVzcG9uc2USagoOTGlzdERlbGl2ZXJpZXMSKC5mdW5pbC53ZWJob29rcy52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKS5mdW5pbC53ZWJob29rcy52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlIgOQAgESZQoOUmVzZW5kRGVsaXZlcnkSKC5mdW5pbC53ZWJob29rcy52MS5SZXNlbmREZWxpdmVyeVJlcXVlc3QaKS5mdW5pbC53ZWJob29rcy52MS5SZXNlbmREZWxpdmVyeVJlc3BvbnNlEm4KEVJlY292ZXJEZWxpdmVyaWVzEisuZnVuaWwud2ViaG9va3MudjEuUmVjb3ZlckRlbGl2ZXJpZXNSZXF1ZXN0GiwuZnVuaWwud2ViaG9va3MudjEuUmVjb3ZlckRlbGl2ZXJpZXNSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message funil.webhooks.v1.Subscription
@@ -459,6 +459,119 @@ export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = 
   messageDesc(file_funil_webhooks_v1_webhooks, 16);
 
 /**
+ * @generated from message funil.webhooks.v1.ResendDeliveryRequest
+ */
+export type ResendDeliveryRequest = Message<"funil.webhooks.v1.ResendDeliveryRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * The subscription's id and its delivery's.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string delivery_id = 3;
+   */
+  deliveryId: string;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.ResendDeliveryRequest.
+ * Use `create(ResendDeliveryRequestSchema)` to create a new message.
+ */
+export const ResendDeliveryRequestSchema: GenMessage<ResendDeliveryRequest> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 17);
+
+/**
+ * @generated from message funil.webhooks.v1.ResendDeliveryResponse
+ */
+export type ResendDeliveryResponse = Message<"funil.webhooks.v1.ResendDeliveryResponse"> & {
+  /**
+   * @generated from field: funil.webhooks.v1.Delivery delivery = 1;
+   */
+  delivery?: Delivery | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.ResendDeliveryResponse.
+ * Use `create(ResendDeliveryResponseSchema)` to create a new message.
+ */
+export const ResendDeliveryResponseSchema: GenMessage<ResendDeliveryResponse> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 18);
+
+/**
+ * @generated from message funil.webhooks.v1.RecoverDeliveriesRequest
+ */
+export type RecoverDeliveriesRequest = Message<"funil.webhooks.v1.RecoverDeliveriesRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * RFC 3339 timestamps; until is now when unset.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * @generated from field: optional string until = 4;
+   */
+  until?: string | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.RecoverDeliveriesRequest.
+ * Use `create(RecoverDeliveriesRequestSchema)` to create a new message.
+ */
+export const RecoverDeliveriesRequestSchema: GenMessage<RecoverDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 19);
+
+/**
+ * @generated from message funil.webhooks.v1.RecoverDeliveriesResponse
+ */
+export type RecoverDeliveriesResponse = Message<"funil.webhooks.v1.RecoverDeliveriesResponse"> & {
+  /**
+   * Dead deliveries of the window put back to pending, each with a new series of attempts.
+   *
+   * @generated from field: int32 queued = 1;
+   */
+  queued: number;
+
+  /**
+   * Dead deliveries of the window left for another call (over the bound of one call).
+   *
+   * @generated from field: int32 not_queued = 2;
+   */
+  notQueued: number;
+
+  /**
+   * Where that call starts (since): the creation time of the first delivery not queued.
+   *
+   * @generated from field: optional string next_since = 3;
+   */
+  nextSince?: string | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.RecoverDeliveriesResponse.
+ * Use `create(RecoverDeliveriesResponseSchema)` to create a new message.
+ */
+export const RecoverDeliveriesResponseSchema: GenMessage<RecoverDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 20);
+
+/**
  * Webhook subscriptions of a workspace and their deliveries (SPEC.md §2, API.md §11).
  *
  * @generated from service funil.webhooks.v1.WebhookService
@@ -519,6 +632,26 @@ export const WebhookService: GenService<{
     methodKind: "unary";
     input: typeof ListDeliveriesRequestSchema;
     output: typeof ListDeliveriesResponseSchema;
+  },
+  /**
+   * A new series of attempts of one delivery that is not pending: the same event id and body, signed afresh.
+   *
+   * @generated from rpc funil.webhooks.v1.WebhookService.ResendDelivery
+   */
+  resendDelivery: {
+    methodKind: "unary";
+    input: typeof ResendDeliveryRequestSchema;
+    output: typeof ResendDeliveryResponseSchema;
+  },
+  /**
+   * A new series of attempts of every dead delivery created within [since, until), up to a bound per call.
+   *
+   * @generated from rpc funil.webhooks.v1.WebhookService.RecoverDeliveries
+   */
+  recoverDeliveries: {
+    methodKind: "unary";
+    input: typeof RecoverDeliveriesRequestSchema;
+    output: typeof RecoverDeliveriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_funil_webhooks_v1_webhooks, 0);
