@@ -4,12 +4,12 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A webhook receiver on loopback for the tests: each path answers as told
- * (200, 500, 302, 301, hangs, or is down: the connection is dropped
- * unanswered), and every request is kept with its raw body.
+ * (200, 200 with a 5 000-byte body, 500, 302, 301, hangs, or is down: the
+ * connection is dropped unanswered), and every request is kept with its raw body.
  * Signatures are checked here with node:crypto, not with the package under
  * test.
  */
-export type Mode = "ok" | "fail" | "redirect" | "moved" | "hang" | "down";
+export type Mode = "ok" | "big" | "fail" | "redirect" | "moved" | "hang" | "down";
 
 export interface Received {
   path: string;
@@ -39,7 +39,7 @@ export async function startReceiver() {
         body = JSON.parse(raw);
       } catch {}
       const mode = modes.get(path) ?? "ok";
-      const status = { ok: 200, fail: 500, redirect: 302, moved: 301, hang: 0, down: 0 }[mode];
+      const status = { ok: 200, big: 200, fail: 500, redirect: 302, moved: 301, hang: 0, down: 0 }[mode];
       const entry: Received = { path, at: Date.now(), headers: req.headers, raw, body, status };
       received.push(entry);
       if (mode === "down") {
@@ -55,7 +55,7 @@ export async function startReceiver() {
         return;
       }
       if (mode === "redirect" || mode === "moved") res.writeHead(status, { location: `${path}-moved` }).end();
-      else res.writeHead(status).end(mode);
+      else res.writeHead(status).end(mode === "big" ? "x".repeat(5_000) : mode);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -178,3 +178,85 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
     expect((await deliveriesOf(subscription.id))[0]).toMatchObject({ status: "dead" });
   });
 });
+
+describe("the attempt log (docs/api/webhooks.md §Attempt log)", () => {
+  it("every attempt: when, succeeded or failed, the status, how long, the first 1 KB of the answer, the error when none came", async () => {
+    const p = path("log");
+    const { subscription } = await subscribe(rx.url(p, "down"));
+    await newContact();
+    await waitFor(async () => (rx.at(p).length >= 1 ? true : undefined));
+    rx.set(p, "fail");
+    await waitFor(async () => (rx.at(p).length >= 2 ? true : undefined));
+    rx.set(p, "moved");
+    await waitFor(async () => (rx.at(p).length >= 3 ? true : undefined));
+    rx.set(p, "big");
+    const [delivery] = await settled(subscription.id, 1, "delivered");
+    const log = await ws.call("GET", `/webhooks/${subscription.id}/attempts`);
+    expect(log.status).toBe(200);
+    const data = log.body.data as Array<Record<string, unknown>>;
+    expect(data.length).toBe(delivery.attempts);
+    expect(data.map((a) => a.at)).toEqual([...data.map((a) => a.at as string)].sort().reverse());
+    const [ok, ...failed] = data;
+    expect(ok).toMatchObject({
+      deliveryId: delivery.id,
+      event: "contact.created",
+      status: "succeeded",
+      responseStatus: 200,
+      responseBody: "x".repeat(1024),
+      error: null,
+    });
+    expect(failed.every((a) => a.status === "failed")).toBe(true);
+    expect(failed).toContainEqual(
+      expect.objectContaining({ responseStatus: 301, error: "redirect 301 not followed" }),
+    );
+    expect(failed).toContainEqual(
+      expect.objectContaining({ responseStatus: 500, responseBody: "fail", error: "receiver answered 500" }),
+    );
+    const unanswered = failed.at(-1)!;
+    expect(unanswered).toMatchObject({ responseStatus: null, responseBody: null });
+    expect(unanswered.error).toMatch(/reset|closed|socket/);
+    for (const a of data) {
+      expect(a.durationMs).toBeGreaterThanOrEqual(0);
+      expect(a.durationMs).toBeLessThan(5_000);
+    }
+
+    // Filters, and pages that neither skip nor repeat.
+    const only = async (query: string) =>
+      (await ws.call("GET", `/webhooks/${subscription.id}/attempts?${query}`)).body.data.map(
+        (a: { id: string }) => a.id,
+      );
+    expect(await only("status=succeeded")).toEqual([ok!.id]);
+    expect(await only("status=failed")).toEqual(failed.map((a) => a.id));
+    expect(await only("event=contact.updated")).toEqual([]);
+    expect(await only(`from=${encodeURIComponent(ok!.at as string)}`)).toEqual([ok!.id]);
+    expect(await only(`to=${encodeURIComponent(ok!.at as string)}`)).toEqual(failed.map((a) => a.id));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await ws.call(
+        "GET",
+        `/webhooks/${subscription.id}/attempts?limit=1${cursor ? `&cursor=${cursor}` : ""}`,
+      );
+      expect(page.status).toBe(200);
+      seen.push(...page.body.data.map((a: { id: string }) => a.id));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(data.map((a) => a.id));
+
+    // A cursor is its subscription's and its filters'; another workspace sees no log.
+    const first = await ws.call("GET", `/webhooks/${subscription.id}/attempts?limit=1`);
+    const other2 = await subscribe(rx.url(path("log-other")));
+    const misused = await ws.call(
+      "GET",
+      `/webhooks/${other2.subscription.id}/attempts?limit=1&cursor=${first.body.nextCursor}`,
+    );
+    expect(misused).toMatchObject({ status: 400, body: { error: { code: "invalid_cursor" } } });
+    const filtered = await ws.call(
+      "GET",
+      `/webhooks/${subscription.id}/attempts?limit=1&status=failed&cursor=${first.body.nextCursor}`,
+    );
+    expect(filtered.status).toBe(400);
+    expect((await other.call("GET", `/webhooks/${subscription.id}/attempts`)).status).toBe(404);
+    expect((await ws.call("GET", `/webhooks/${subscription.id}/attempts?status=maybe`)).status).toBe(400);
+  });
+});

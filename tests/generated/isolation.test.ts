@@ -204,6 +204,7 @@ it("SPEC §5: every operation that takes an id is probed (the generator found th
     "POST /api/v1/notes",
     "POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/resend",
     "POST /api/v1/webhooks/{id}/recover",
+    "GET /api/v1/webhooks/{id}/attempts",
   ])
     expect(names).toContain(route);
 });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ref, text, timestamp } from "./common.js";
+import { cursor, limit, ref, text, timestamp } from "./common.js";
 import { parseTimestamp } from "./time.js";
 
 /** The subscribable events and the read scope each needs besides webhooks.manage (SPEC.md §6). */
@@ -71,3 +71,16 @@ export const recoverBody = z
     { message: "since must be before until", path: ["until"] },
   )
   .meta({ id: "WebhookRecover" });
+
+/** An attempt's outcome in the attempt log: a 2xx, or anything else. */
+export const attemptStatus = z.enum(["succeeded", "failed"]);
+
+/** GET /webhooks/{id}/attempts: newest first; from inclusive, to exclusive. */
+export const listAttemptsQuery = z.strictObject({
+  status: attemptStatus.optional(),
+  event: webhookEvent.optional(),
+  from: timestamp.optional(),
+  to: timestamp.optional(),
+  cursor: cursor.optional(),
+  limit: limit(100),
+});

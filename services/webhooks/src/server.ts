@@ -30,6 +30,31 @@ export function webhookDeps(
   };
 }
 
+/** How often the attempt log is swept of attempts past its retention. */
+const SWEEP_EVERY_MS = 10 * 60_000;
+
+/**
+ * The attempt log's retention, enforced: every SWEEP_EVERY_MS (and once at
+ * start) the attempts older than `days` go, as the idempotency keys' sweep
+ * does for its table.
+ */
+export function startAttemptSweep(
+  deliveries: WebhookDeps["deliveries"],
+  infra: Pick<Infra, "clock" | "log">,
+  days: number,
+) {
+  const run = () => {
+    const before = new Date(infra.clock.now().getTime() - days * 86_400_000);
+    deliveries
+      .sweepAttempts(before)
+      .catch((err) => infra.log.warn({ err }, "webhook attempt log sweep failed, will retry"));
+  };
+  const timer = setInterval(run, SWEEP_EVERY_MS);
+  timer.unref();
+  run();
+  return { stop: () => clearInterval(timer) };
+}
+
 /** webhooks: subscriptions, the fan-out of EVENTS, and signed deliveries with retries. */
 export function start(config: WebhooksConfig, clock: Clock) {
   return startService({
@@ -63,10 +88,12 @@ export function start(config: WebhooksConfig, clock: Clock) {
           maxInFlightPerSubscription: config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION,
         },
       });
+      const sweep = startAttemptSweep(deps.deliveries, infra, config.WEBHOOK_ATTEMPT_RETENTION_DAYS);
       return {
         routes: routes(deps),
         consumers: [fanOut, sender.consumer],
         async stop() {
+          sweep.stop();
           await fanOut.stop();
           await sender.stop();
         },

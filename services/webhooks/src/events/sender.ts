@@ -10,7 +10,7 @@ import type { Poster } from "../delivery.js";
 import { InFlight, JobQueues } from "../limits.js";
 import { type AttemptResult, afterAttempt } from "../schedule.js";
 import { type SecretBox, signatureHeader, signingKeys } from "../secrets.js";
-import type { DeliveryStore, DueDelivery, Outcome } from "../store/deliveries.js";
+import type { AttemptLog, DeliveryStore, DueDelivery, Outcome } from "../store/deliveries.js";
 
 export interface SenderSettings {
   retryScheduleMs: number[];
@@ -210,7 +210,7 @@ function gatherers(s: Sender) {
     GATHER_MS,
   );
   const recordDelivered = batcher(
-    async (done: Array<{ delivery: DueDelivery; status: number; at: Date }>) => {
+    async (done: Array<{ delivery: DueDelivery; status: number; at: Date; attempt: AttemptLog }>) => {
       await deliveries.recordDelivered(done);
       return done.map(() => undefined);
     },
@@ -293,8 +293,7 @@ function signedPoster(deps: SenderDeps) {
       secrets.push(keyOfSecret(c.previousSecret));
     return secrets;
   }
-  return (delivery: DueDelivery): Promise<AttemptResult> => {
-    const sentAt = deps.clock.now();
+  return (delivery: DueDelivery, sentAt: Date): Promise<AttemptResult> => {
     return deps.poster.post(delivery.url, delivery.body, {
       "content-type": "application/json",
       "user-agent": "Funil-Webhooks/1",
@@ -338,38 +337,51 @@ function attempter(s: Sender, g: Gatherers) {
     const asked = performance.now();
     const release = await s.limits.acquire(subscriptionId);
     let result: AttemptResult;
+    const log: AttemptLog = { at: new Date(0), durationMs: 0 };
     try {
       if (performance.now() - asked > RECHECK_MS) {
         delivery = await ready(jobId, deliveryId);
         if ("final" in delivery) return delivery;
       }
-      result = await post(delivery);
+      log.at = s.deps.clock.now();
+      const started = performance.now();
+      result = await post(delivery, log.at);
+      log.durationMs = Math.round(performance.now() - started);
+      log.body = result.body;
     } finally {
       release();
     }
-    return record(delivery, result);
+    return record(delivery, result, log);
   };
 }
 
-/** An attempt's outcome written to its delivery: delivered, due again (how soon), or dead. */
+/**
+ * An attempt's outcome written to its delivery, with its line of the
+ * attempt log: delivered, due again (how soon), or dead.
+ */
 function outcomeRecorder(s: Sender, g: Gatherers) {
   const { deliveries, clock, settings } = s.deps;
-  return async (delivery: DueDelivery, result: AttemptResult): Promise<Outcome> => {
+  return async (delivery: DueDelivery, result: AttemptResult, log: AttemptLog): Promise<Outcome> => {
     const now = clock.now();
     if (result.ok) {
-      await g.recordDelivered({ delivery, status: result.status ?? 200, at: now });
+      await g.recordDelivered({ delivery, status: result.status ?? 200, at: now, attempt: log });
       return FINAL;
     }
-    const next = await deliveries.record(delivery, result, now, (failingSince) =>
-      afterAttempt({
-        // The schedule of the current series: a resend or a recover starts one afresh.
-        attempts: delivery.attempts + 1 - delivery.retryFrom,
-        result,
-        scheduleMs: settings.retryScheduleMs,
-        now,
-        failingSince,
-        windowMs: settings.breakerWindowMs,
-      }),
+    const next = await deliveries.record(
+      delivery,
+      result,
+      now,
+      (failingSince) =>
+        afterAttempt({
+          // The schedule of the current series: a resend or a recover starts one afresh.
+          attempts: delivery.attempts + 1 - delivery.retryFrom,
+          result,
+          scheduleMs: settings.retryScheduleMs,
+          now,
+          failingSince,
+          windowMs: settings.breakerWindowMs,
+        }),
+      log,
     );
     return next.status === "pending" ? { final: false, waitMs: next.retryInMs } : FINAL;
   };

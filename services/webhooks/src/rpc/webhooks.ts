@@ -3,28 +3,31 @@ import type { Client, ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
   type AuthService,
+  ListAttemptsRequestSchema,
   type WebhookFields,
   WebhookFieldsSchema,
   type WebhookService,
 } from "@funil/contracts";
 import { fail, notFound } from "@funil/errors";
-import { plainOf } from "@funil/rpc";
+import { keysetPage, plainOf } from "@funil/rpc";
 import {
   check,
   createWebhookBody,
   deliveryParams,
   idParam,
+  instant,
+  listAttemptsQuery,
   patchWebhookBody,
   RECOVER_LIMIT,
   recoverBody,
 } from "@funil/schemas";
 import type { SecretBox } from "../secrets.js";
 import { newSecret } from "../secrets.js";
-import type { DeliveryStore } from "../store/deliveries.js";
+import type { AttemptRecord, DeliveryStore } from "../store/deliveries.js";
 import type { SubscriptionStore } from "../store/subscriptions.js";
 import { distinct, requireScopes, type SubscriptionChanges } from "../subscriptions.js";
 import { checkTargetUrl, type TargetPolicy } from "../targets.js";
-import { deliveryWire, subscriptionWire } from "./wire.js";
+import { attemptWire, deliveryWire, subscriptionWire } from "./wire.js";
 
 export interface WebhookDeps {
   subscriptions: SubscriptionStore;
@@ -147,6 +150,32 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       if (delivery === "pending")
         throw fail("conflict", "the delivery is pending: its next attempt is queued already");
       return { delivery: deliveryWire.proto(delivery) };
+    },
+
+    async listAttempts(req) {
+      const { cursor, limit, ...bound } = check(
+        listAttemptsQuery,
+        plainOf(ListAttemptsRequestSchema, req, ["workspaceId", "id"]),
+        "query",
+      );
+      const sub = await found(req.workspaceId, id(req.id));
+      const filters = {
+        succeeded: bound.status === undefined ? undefined : bound.status === "succeeded",
+        event: bound.event,
+        from: instant(bound.from),
+        to: instant(bound.to),
+      };
+      const { rows, nextCursor } = await keysetPage<AttemptRecord>({
+        list: `attempts:${sub.id}`,
+        workspaceId: req.workspaceId,
+        filters: bound,
+        cursor,
+        limit,
+        defaultLimit: 100,
+        sortKey: (a) => a.at,
+        fetch: (take, after) => deps.deliveries.attempts(sub.id, filters, take, after),
+      });
+      return { data: rows.map((a) => attemptWire.proto(a)), nextCursor };
     },
 
     async recoverDeliveries(req) {

@@ -146,3 +146,27 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
     });
   });
 });
+
+describe("the attempt log's retention (docs/api/webhooks.md §Attempt log)", () => {
+  it("the sweep deletes the attempts older than the retention, in batches, and keeps the others", async () => {
+    const subscriptionId = `wh_sweep${Date.now()}`;
+    const row = (i: number, at: Date) => ({
+      id: `att_${subscriptionId}_${i}`,
+      delivery_id: "dlv_x",
+      subscription_id: subscriptionId,
+      workspace_id: "ws_sweep",
+      event: "contact.created",
+      at,
+      succeeded: true,
+      duration_ms: 1,
+    });
+    const old = Array.from({ length: 5 }, (_, i) => row(i, at(-40 * 86_400_000 + i)));
+    const rows = [...old, row(9, at(0))];
+    await sql`insert into attempts ${sql(rows as [(typeof rows)[0], ...typeof rows])}`;
+    expect(await store.sweepAttempts(at(-30 * 86_400_000), 2)).toBeGreaterThanOrEqual(5);
+    const left = await sql<
+      { id: string }[]
+    >`select id from attempts where subscription_id = ${subscriptionId}`;
+    expect(left.map((r) => r.id)).toEqual([`att_${subscriptionId}_9`]);
+  });
+});

@@ -18,6 +18,7 @@ export interface DeliveryRecord {
 export interface DueDelivery {
   id: string;
   subscriptionId: string;
+  workspaceId: string;
   event: string;
   body: string;
   attempts: number;
@@ -52,6 +53,33 @@ export const deliveryBody = (e: EventEnvelope) =>
 
 /** Deliveries in one job at most: a job is worked on as a whole, acknowledged when all are done. */
 export const JOB_SIZE = 64;
+
+/** An attempt as the log keeps it: when its POST went out, how long it took, what came back. */
+export interface AttemptLog {
+  at: Date;
+  durationMs: number;
+  body?: string | undefined;
+}
+
+/** A line of the attempt log as the API shows it. */
+export interface AttemptRecord {
+  id: string;
+  deliveryId: string;
+  event: string;
+  at: Date;
+  succeeded: boolean;
+  responseStatus: number | null;
+  durationMs: number;
+  responseBody: string | null;
+  error: string | null;
+}
+
+export interface AttemptFilters {
+  succeeded?: boolean | undefined;
+  event?: string | undefined;
+  from?: Date | undefined;
+  to?: Date | undefined;
+}
 
 /** What a recover did: deliveries queued, and those of the window left for another call (from nextSince). */
 export interface Recovered {
@@ -151,15 +179,26 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
    * delivery delivered, and its subscription's breaker clock cleared.
    */
   async function recordDelivered(
-    done: Array<{ delivery: DueDelivery; status: number; at: Date }>,
+    done: Array<{ delivery: DueDelivery; status: number; at: Date; attempt: AttemptLog }>,
   ): Promise<void> {
     if (done.length === 0) return;
     const now = new Date(Math.max(...done.map((d) => d.at.getTime())));
+    const log = done.map((d) => d.attempt);
     await sql`
       with healthy as (
         update subscriptions set failing_since = null, updated_at = ${now}
         where id = any(${[...new Set(done.map((d) => d.delivery.subscriptionId))]}::text[])
-          and failing_since is not null)
+          and failing_since is not null),
+      logged as (
+        insert into attempts (id, delivery_id, subscription_id, workspace_id, event, at, succeeded,
+          response_status, duration_ms, response_body)
+        select a.id, a.delivery_id, a.subscription_id, a.workspace_id, a.event, a.at, true, a.status, a.ms, a.body
+        from unnest(${log.map((l) => newId("att", l.at.getTime()))}::text[], ${done.map((d) => d.delivery.id)}::text[],
+          ${done.map((d) => d.delivery.subscriptionId)}::text[], ${done.map((d) => d.delivery.workspaceId)}::text[],
+          ${done.map((d) => d.delivery.event)}::text[], ${log.map((l) => l.at.toISOString())}::timestamptz[],
+          ${done.map((d) => d.status)}::int[], ${log.map((l) => l.durationMs)}::int[],
+          ${log.map((l) => l.body ?? null)}::text[])
+          as a(id, delivery_id, subscription_id, workspace_id, event, at, status, ms, body))
       update deliveries set status = 'delivered', attempts = a.attempts, response_status = a.status,
         last_error = null, last_attempt_at = a.at, next_attempt_at = null
       from unnest(${done.map((d) => d.delivery.id)}::text[], ${done.map((d) => d.delivery.attempts + 1)}::int[],
@@ -281,6 +320,44 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
 
     one,
 
+    /**
+     * The attempt log of a subscription, newest first (at desc, id desc),
+     * `take` rows after the keyset position `after`.
+     */
+    async attempts(
+      subscriptionId: string,
+      f: AttemptFilters,
+      take: number,
+      after: [Date, string] | undefined,
+    ): Promise<AttemptRecord[]> {
+      return sql<AttemptRecord[]>`
+        select id, delivery_id, event, at, succeeded, response_status, duration_ms, response_body, error
+        from attempts
+        where subscription_id = ${subscriptionId}
+          ${f.succeeded === undefined ? sql`` : sql`and succeeded = ${f.succeeded}`}
+          ${f.event === undefined ? sql`` : sql`and event = ${f.event}`}
+          ${f.from === undefined ? sql`` : sql`and at >= ${f.from}`}
+          ${f.to === undefined ? sql`` : sql`and at < ${f.to}`}
+          ${after ? sql`and (at, id) < (${after[0]}, ${after[1]})` : sql``}
+        order by at desc, id desc limit ${take}`;
+    },
+
+    /**
+     * The attempt log's retention (docs/api/webhooks.md §Attempt log): rows
+     * older than `before` go, `batch` at a time so no statement holds many
+     * locks for long. Answers how many went.
+     */
+    async sweepAttempts(before: Date, batch = 10_000): Promise<number> {
+      let gone = 0;
+      for (;;) {
+        const rows = await sql`
+          delete from attempts where id = any(array(
+            select id from attempts where at < ${before} limit ${batch}))`;
+        gone += rows.count;
+        if (rows.count < batch) return gone;
+      }
+    },
+
     /** The 50 most recent deliveries of a subscription (SPEC.md §4, §8). */
     async recent(subscriptionId: string): Promise<DeliveryRecord[]> {
       return sql<DeliveryRecord[]>`
@@ -298,7 +375,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      */
     async readDue(ids: string[], now: Date, leaseMs: number): Promise<Array<DueDelivery | Outcome>> {
       const rows = await sql<(DueDelivery & { status: string; nextAttemptAt: Date | null })[]>`
-        select d.id, d.subscription_id, d.event, d.body, d.attempts, d.retry_from, d.queued_job, d.status,
+        select d.id, d.subscription_id, d.workspace_id, d.event, d.body, d.attempts, d.retry_from, d.queued_job, d.status,
           d.next_attempt_at, s.url, s.key_id,
           s.active, s.secret, s.previous_secret, s.previous_secret_until
         from deliveries d join subscriptions s on s.id = d.subscription_id
@@ -360,6 +437,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       result: AttemptResult,
       now: Date,
       decide: (failingSince: Date) => Next,
+      log: AttemptLog,
     ): Promise<Next> {
       const attempt = {
         attempts: delivery.attempts + 1,
@@ -368,10 +446,23 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         last_attempt_at: now,
       };
       if (result.ok) {
-        await recordDelivered([{ delivery, status: result.status ?? 200, at: now }]);
+        await recordDelivered([{ delivery, status: result.status ?? 200, at: now, attempt: log }]);
         return { status: "delivered" };
       }
       return sql.begin(async (tx) => {
+        await tx`insert into attempts ${tx({
+          id: newId("att", log.at.getTime()),
+          delivery_id: delivery.id,
+          subscription_id: delivery.subscriptionId,
+          workspace_id: delivery.workspaceId,
+          event: delivery.event,
+          at: log.at,
+          succeeded: false,
+          response_status: result.status ?? null,
+          duration_ms: log.durationMs,
+          response_body: log.body ?? null,
+          error: result.error ?? "failed",
+        })}`;
         const [sub] = await tx<{ failingSince: Date }[]>`
           update subscriptions set failing_since = coalesce(failing_since, ${now}),
             updated_at = case when failing_since is null then ${now} else updated_at end

@@ -1,21 +1,31 @@
-import { DeliverySchema, type Subscription, SubscriptionSchema, WebhookFieldsSchema } from "@funil/contracts";
+import {
+  AttemptSchema,
+  DeliverySchema,
+  type Subscription,
+  SubscriptionSchema,
+  WebhookFieldsSchema,
+} from "@funil/contracts";
 import { messageOf, toApiJson } from "@funil/rpc";
 import {
   createWebhookBody,
   deliveryParams,
   idParam,
   limit,
+  listAttemptsQuery,
   patchWebhookBody,
   recoverBody,
   z,
 } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
+import { EVENT_CATALOG } from "../../events/catalog.js";
 import { errorResponses } from "../../schemas/common.js";
 import {
   delivery,
+  eventType,
   page,
   webhook,
+  webhookAttempt,
   webhookCreated,
   webhookRecovered,
   webhookSecret,
@@ -79,6 +89,21 @@ export const webhookRoutes =
         });
         return reply.code(201).send({ subscription: json(res.subscription), secret: res.secret });
       },
+    );
+
+    app.get(
+      "/webhooks/event-types",
+      {
+        config,
+        schema: {
+          tags,
+          summary:
+            "The event catalog: every subscribable event, when it is emitted, the read scope it needs and the JSON Schema of a delivery's body",
+          querystring: z.strictObject({}),
+          response: { 200: page(eventType), ...errorResponses(400, 401, 403) },
+        },
+      },
+      async () => ({ data: EVENT_CATALOG, nextCursor: null }),
     );
 
     app.get(
@@ -225,6 +250,35 @@ export const webhookRoutes =
         return reply
           .code(202)
           .send({ queued: res.queued, notQueued: res.notQueued, nextSince: res.nextSince ?? null });
+      },
+    );
+
+    app.get(
+      "/webhooks/:id/attempts",
+      {
+        config,
+        schema: {
+          tags,
+          summary: "The attempt log of a subscription (keyset: at desc, id desc)",
+          description:
+            "Every attempt of every delivery, newest first, kept WEBHOOK_ATTEMPT_RETENTION_DAYS (30 by default): " +
+            "when its POST went out, succeeded or failed, the receiver's status, how long it took, the first 1 KB " +
+            "of the answer that came with the status, and the error when no answer came. from is inclusive, to exclusive.",
+          params: idParam,
+          querystring: listAttemptsQuery,
+          response: { 200: page(webhookAttempt), ...errors },
+        },
+      },
+      async (req) => {
+        const res = await api().listAttempts({
+          workspaceId: req.caller.workspaceId,
+          id: req.params.id,
+          ...req.query,
+        });
+        return {
+          data: res.data.map((a) => toApiJson(AttemptSchema, a)),
+          nextCursor: res.nextCursor ?? null,
+        };
       },
     );
   };
