@@ -9,7 +9,9 @@ import { threadPoster } from "./poster-thread.js";
 import { routes } from "./rpc/routes.js";
 import type { WebhookDeps } from "./rpc/webhooks.js";
 import { secretBox } from "./secrets.js";
+import { attemptStore } from "./store/attempts.js";
 import { deliveryStore } from "./store/deliveries.js";
+import { resendStore } from "./store/resend.js";
 import { subscriptionStore } from "./store/subscriptions.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -20,9 +22,12 @@ export function webhookDeps(
   config: WebhooksConfig,
   auth: WebhookDeps["auth"],
 ): WebhookDeps {
+  const subject = (id: string) => infra.names.subject(`webhook.deliveries.${id}`);
   return {
     subscriptions: subscriptionStore(infra.sql),
-    deliveries: deliveryStore(infra.sql, (id) => infra.names.subject(`webhook.deliveries.${id}`)),
+    deliveries: deliveryStore(infra.sql, subject),
+    resends: resendStore(infra.sql, subject),
+    attempts: attemptStore(infra.sql),
     auth,
     secrets: secretBox(config.WEBHOOK_SECRET_KEY),
     targets: { allowHttp: config.WEBHOOK_ALLOW_HTTP, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS },
@@ -39,14 +44,14 @@ const SWEEP_EVERY_MS = 10 * 60_000;
  * does for its table.
  */
 export function startAttemptSweep(
-  deliveries: WebhookDeps["deliveries"],
+  attempts: WebhookDeps["attempts"],
   infra: Pick<Infra, "clock" | "log">,
   days: number,
 ) {
   const run = () => {
     const before = new Date(infra.clock.now().getTime() - days * 86_400_000);
-    deliveries
-      .sweepAttempts(before)
+    attempts
+      .sweep(before)
       .catch((err) => infra.log.warn({ err }, "webhook attempt log sweep failed, will retry"));
   };
   const timer = setInterval(run, SWEEP_EVERY_MS);
@@ -88,7 +93,7 @@ export function start(config: WebhooksConfig, clock: Clock) {
           maxInFlightPerSubscription: config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION,
         },
       });
-      const sweep = startAttemptSweep(deps.deliveries, infra, config.WEBHOOK_ATTEMPT_RETENTION_DAYS);
+      const sweep = startAttemptSweep(deps.attempts, infra, config.WEBHOOK_ATTEMPT_RETENTION_DAYS);
       return {
         routes: routes(deps),
         consumers: [fanOut, sender.consumer],

@@ -23,7 +23,9 @@ import {
 } from "@funil/schemas";
 import type { SecretBox } from "../secrets.js";
 import { newSecret } from "../secrets.js";
-import type { AttemptRecord, DeliveryStore } from "../store/deliveries.js";
+import type { AttemptRecord, AttemptStore } from "../store/attempts.js";
+import type { DeliveryStore } from "../store/deliveries.js";
+import type { ResendStore } from "../store/resend.js";
 import type { SubscriptionStore } from "../store/subscriptions.js";
 import { distinct, requireScopes, type SubscriptionChanges } from "../subscriptions.js";
 import { checkTargetUrl, type TargetPolicy } from "../targets.js";
@@ -32,6 +34,8 @@ import { attemptWire, deliveryWire, subscriptionWire } from "./wire.js";
 export interface WebhookDeps {
   subscriptions: SubscriptionStore;
   deliveries: DeliveryStore;
+  resends: ResendStore;
+  attempts: AttemptStore;
   auth: Pick<Client<typeof AuthService>, "getKey">;
   secrets: SecretBox;
   targets: TargetPolicy;
@@ -143,9 +147,9 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
     async resendDelivery(req) {
       const { id, deliveryId } = check(deliveryParams, { id: req.id, deliveryId: req.deliveryId }, "path");
       const sub = await found(req.workspaceId, id);
-      if (!(await deps.deliveries.one(sub.id, deliveryId))) throw notFound("webhook delivery");
+      if (!(await deps.resends.one(sub.id, deliveryId))) throw notFound("webhook delivery");
       await foundActive(req.workspaceId, id);
-      const delivery = await deps.deliveries.resend(sub.id, deliveryId, clock.now());
+      const delivery = await deps.resends.resend(sub.id, deliveryId, clock.now());
       if (delivery === undefined) throw notFound("webhook delivery");
       if (delivery === "pending")
         throw fail("conflict", "the delivery is pending: its next attempt is queued already");
@@ -173,7 +177,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
         limit,
         defaultLimit: 100,
         sortKey: (a) => a.at,
-        fetch: (take, after) => deps.deliveries.attempts(sub.id, filters, take, after),
+        fetch: (take, after) => deps.attempts.list(sub.id, filters, take, after),
       });
       return { data: rows.map((a) => attemptWire.proto(a)), nextCursor };
     },
@@ -183,7 +187,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       const sub = await foundActive(req.workspaceId, id(req.id));
       const now = clock.now();
       const until = body.until ? new Date(body.until) : now;
-      const done = await deps.deliveries.recover(sub.id, new Date(body.since), until, now, RECOVER_LIMIT);
+      const done = await deps.resends.recover(sub.id, new Date(body.since), until, now, RECOVER_LIMIT);
       return { queued: done.queued, notQueued: done.notQueued, nextSince: done.nextSince?.toISOString() };
     },
   };

@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { AttemptSchema, DeliverySchema, SubscriptionSchema } from "@funil/contracts";
 import { wireOf } from "@funil/rpc";
-import type { AttemptRecord, DeliveryRecord } from "../store/deliveries.js";
+import type { AttemptRecord } from "../store/attempts.js";
+import type { DeliveryRecord } from "../store/deliveries.js";
 import type { SubscriptionRecord } from "../subscriptions.js";
 
 /** Records as the contracts' messages (a null is an unset optional field; the API shows null again). */

@@ -2,13 +2,16 @@ import { naming } from "@funil/config";
 import { migrate, openDatabase, type Sql } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../server.js";
+import { attemptStore } from "./attempts.js";
 import { deliveryStore } from "./deliveries.js";
+import { resendStore } from "./resend.js";
 import { subscriptionStore } from "./subscriptions.js";
 
 /** The job leases on the real test database: one sender at a time works on a job (issue 11 §2, §4). */
 const names = naming(`${process.env.FUNIL_TEST_ENV}_leases`);
 let sql: Sql;
 let store: ReturnType<typeof deliveryStore>;
+let resends: ReturnType<typeof resendStore>;
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
 
 beforeAll(async () => {
@@ -18,6 +21,7 @@ beforeAll(async () => {
   );
   await migrate(sql, migrations);
   store = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+  resends = resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
 });
 afterAll(async () => {
   await sql?.end({ timeout: 5 });
@@ -104,12 +108,12 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
 
   it("recover is bounded per call: what it left is counted, and the next call from nextSince queues it, never twice", async () => {
     const subscriptionId = await deadDeliveries(5);
-    const first = await store.recover(subscriptionId, at(0), at(60_000), at(70_000), 2);
+    const first = await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 2);
     expect(first).toEqual({ queued: 2, notQueued: 3, nextSince: at(2_002) });
-    const second = await store.recover(subscriptionId, first.nextSince!, at(60_000), at(70_000), 2);
+    const second = await resends.recover(subscriptionId, first.nextSince!, at(60_000), at(70_000), 2);
     expect(second).toEqual({ queued: 2, notQueued: 1, nextSince: at(2_004) });
     // The same window again: the ones queued are pending, not queued a second time.
-    expect(await store.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toEqual({
+    expect(await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toEqual({
       queued: 1,
       notQueued: 0,
       nextSince: null,
@@ -128,20 +132,20 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
       { id: string }[]
     >`select id from deliveries where subscription_id = ${subscriptionId}`;
     const id = row!.id;
-    const resent = await store.resend(subscriptionId, id, at(80_000));
+    const resent = await resends.resend(subscriptionId, id, at(80_000));
     expect(resent).toMatchObject({ id, status: "pending", attempts: 6 });
     const [due] = await store.readDue([id], at(80_000), 1_000);
     expect(due).toMatchObject({ id, retryFrom: 6, queuedJob: expect.stringMatching(/^job_/) });
     // Pending already: a second resend queues nothing.
-    expect(await store.resend(subscriptionId, id, at(80_001))).toBe("pending");
+    expect(await resends.resend(subscriptionId, id, at(80_001))).toBe("pending");
     // Not the subscription's: nothing.
-    expect(await store.resend("wh_other", id, at(80_002))).toBeUndefined();
+    expect(await resends.resend("wh_other", id, at(80_002))).toBeUndefined();
   });
 
   it("a subscription that is not active gets nothing queued", async () => {
     const subscriptionId = await deadDeliveries(2);
     await sql`update subscriptions set active = false where id = ${subscriptionId}`;
-    expect(await store.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toMatchObject({
+    expect(await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toMatchObject({
       queued: 0,
     });
   });
@@ -163,7 +167,7 @@ describe("the attempt log's retention (docs/api/webhooks.md §Attempt log)", () 
     const old = Array.from({ length: 5 }, (_, i) => row(i, at(-40 * 86_400_000 + i)));
     const rows = [...old, row(9, at(0))];
     await sql`insert into attempts ${sql(rows as [(typeof rows)[0], ...typeof rows])}`;
-    expect(await store.sweepAttempts(at(-30 * 86_400_000), 2)).toBeGreaterThanOrEqual(5);
+    expect(await attemptStore(sql).sweep(at(-30 * 86_400_000), 2)).toBeGreaterThanOrEqual(5);
     const left = await sql<
       { id: string }[]
     >`select id from attempts where subscription_id = ${subscriptionId}`;

@@ -61,65 +61,38 @@ export interface AttemptLog {
   body?: string | undefined;
 }
 
-/** A line of the attempt log as the API shows it. */
-export interface AttemptRecord {
-  id: string;
-  deliveryId: string;
-  event: string;
-  at: Date;
-  succeeded: boolean;
-  responseStatus: number | null;
-  durationMs: number;
-  responseBody: string | null;
-  error: string | null;
-}
-
-export interface AttemptFilters {
-  succeeded?: boolean | undefined;
-  event?: string | undefined;
-  from?: Date | undefined;
-  to?: Date | undefined;
-}
-
-/** What a recover did: deliveries queued, and those of the window left for another call (from nextSince). */
-export interface Recovered {
-  queued: number;
-  notQueued: number;
-  nextSince: Date | null;
-}
+type Job = { id: string; subject: string; payload: { job: string; deliveryIds: string[] } };
 
 /**
- * `subject(subscriptionId)`: where a delivery's job is queued (WEBHOOK_DELIVERIES).
- * A job leaves through the outbox, in the transaction that creates its
- * deliveries: committed means queued, however the process ends after.
+ * The jobs of new deliveries: one per subscription (up to JOB_SIZE
+ * deliveries each), on the subscription's subject, so that a burst of
+ * events costs the bus a message per subscription rather than per delivery.
  */
-export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
-  type Job = { id: string; subject: string; payload: { job: string; deliveryIds: string[] } };
-  /**
-   * The jobs of new deliveries: one per subscription (up to JOB_SIZE
-   * deliveries each), on the subscription's subject, so that a burst of
-   * events costs the bus a message per subscription rather than per delivery.
-   */
-  function jobsOf(created: Array<{ id: string; subscriptionId: string }>, now: Date) {
-    const bySubscription = new Map<string, string[]>();
-    for (const d of created) {
-      const ids = bySubscription.get(d.subscriptionId);
-      if (ids) ids.push(d.id);
-      else bySubscription.set(d.subscriptionId, [d.id]);
-    }
-    const jobs: Job[] = [];
-    for (const [subscriptionId, ids] of bySubscription)
-      for (let i = 0; i < ids.length; i += JOB_SIZE) {
-        const job = newId("job", now.getTime());
-        jobs.push({
-          id: job,
-          subject: subject(subscriptionId),
-          payload: { job, deliveryIds: ids.slice(i, i + JOB_SIZE) },
-        });
-      }
-    return jobs;
+export function jobsOf(
+  subject: (subscriptionId: string) => string,
+  created: Array<{ id: string; subscriptionId: string }>,
+  now: Date,
+): Job[] {
+  const bySubscription = new Map<string, string[]>();
+  for (const d of created) {
+    const ids = bySubscription.get(d.subscriptionId);
+    if (ids) ids.push(d.id);
+    else bySubscription.set(d.subscriptionId, [d.id]);
   }
+  const jobs: Job[] = [];
+  for (const [subscriptionId, ids] of bySubscription)
+    for (let i = 0; i < ids.length; i += JOB_SIZE) {
+      const job = newId("job", now.getTime());
+      jobs.push({
+        id: job,
+        subject: subject(subscriptionId),
+        payload: { job, deliveryIds: ids.slice(i, i + JOB_SIZE) },
+      });
+    }
+  return jobs;
+}
 
+export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
   /**
    * Every still-pending delivery of a subscription ends dead (breaker, scope
    * revoked). It reads the subscription's deliveries through deliveries_recent:
@@ -134,45 +107,6 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
   const deactivate = (tx: TransactionSql, subscriptionId: string, reason: string, now: Date) => tx`
     update subscriptions set active = false, disabled_reason = ${reason}, updated_at = ${now}
     where id = ${subscriptionId}`;
-
-  /**
-   * A new series of attempts of the deliveries `ids` of an active
-   * subscription that are not pending (docs/api/webhooks.md §Resend and
-   * recover): pending and due now, each owned by a new job queued through
-   * the outbox in the same transaction. A delivery pending already keeps its
-   * one job (never two series at once); so does every delivery of a
-   * subscription that is not active. Answers the ids put back.
-   */
-  async function requeue(subscriptionId: string, ids: string[], now: Date): Promise<string[]> {
-    if (ids.length === 0) return [];
-    return sql.begin(async (tx) => {
-      // Held until the commit: a deactivation waits, then finds these pending and ends them dead.
-      const [sub] = await tx<{ active: boolean }[]>`
-        select active from subscriptions where id = ${subscriptionId} for share`;
-      if (!sub?.active) return [];
-      const jobs = jobsOf(
-        ids.map((id) => ({ id, subscriptionId })),
-        now,
-      );
-      const jobOf = jobs.flatMap((j) => j.payload.deliveryIds.map((id) => [id, j.id] as const));
-      // Rows made pending by a racing resend since they were chosen are skipped (the where is read again).
-      const rows = await tx<{ id: string; queuedJob: string }[]>`
-        update deliveries d set status = 'pending', next_attempt_at = null, retry_from = d.attempts,
-          queued_job = r.job
-        from unnest(${jobOf.map(([id]) => id)}::text[], ${jobOf.map(([, job]) => job)}::text[]) as r(id, job)
-        where d.id = r.id and d.subscription_id = ${subscriptionId} and d.status <> 'pending'
-        returning d.id, d.queued_job`;
-      const put = new Set(rows.map((r) => r.id));
-      const queued = jobs
-        .map((j) => ({
-          ...j,
-          payload: { ...j.payload, deliveryIds: j.payload.deliveryIds.filter((id) => put.has(id)) },
-        }))
-        .filter((j) => j.payload.deliveryIds.length > 0);
-      await writeMessage(tx, queued);
-      return [...put];
-    });
-  }
 
   /**
    * Successful attempts, in one statement (atomic as a whole): each
@@ -204,13 +138,6 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       from unnest(${done.map((d) => d.delivery.id)}::text[], ${done.map((d) => d.delivery.attempts + 1)}::int[],
         ${done.map((d) => d.status)}::int[], ${done.map((d) => d.at.toISOString())}::timestamptz[]) as a(id, attempts, status, at)
       where deliveries.id = a.id`;
-  }
-
-  /** One delivery of the subscription, or undefined. */
-  async function one(subscriptionId: string, id: string): Promise<DeliveryRecord | undefined> {
-    const [row] = await sql<DeliveryRecord[]>`
-      select ${columns(sql)} from deliveries where id = ${id} and subscription_id = ${subscriptionId}`;
-    return row;
   }
 
   return {
@@ -265,97 +192,9 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
             ${todo.map((e) => e.type)}::text[], ${todo.map(deliveryBody)}::text[])
             with ordinality as e(workspace_id, event_id, event, body, n) using (n)
           on conflict (subscription_id, event_id) do nothing`;
-        await writeMessage(tx, jobsOf(created, now));
+        await writeMessage(tx, jobsOf(subject, created, now));
         return inserted.count;
       });
-    },
-
-    /**
-     * Resend: a new series of attempts of one delivery of the subscription.
-     * Answers the delivery as it is now, "pending" when it was pending
-     * already or its subscription is not active, or undefined when it is
-     * not the subscription's.
-     */
-    async resend(
-      subscriptionId: string,
-      deliveryId: string,
-      now: Date,
-    ): Promise<DeliveryRecord | "pending" | undefined> {
-      const put = await requeue(subscriptionId, [deliveryId], now);
-      const row = await one(subscriptionId, deliveryId);
-      if (!row) return undefined;
-      return put.length === 1 ? row : "pending";
-    },
-
-    /**
-     * Recover: a new series of attempts of the subscription's dead
-     * deliveries created within [since, until), oldest first, `limit` at
-     * most; the rest of the window is counted and where it starts is said.
-     */
-    async recover(
-      subscriptionId: string,
-      since: Date,
-      until: Date,
-      now: Date,
-      limit: number,
-    ): Promise<Recovered> {
-      const dead = await sql<{ id: string; createdAt: Date }[]>`
-        select id, created_at from deliveries
-        where subscription_id = ${subscriptionId} and status = 'dead'
-          and created_at >= ${since} and created_at < ${until}
-        order by created_at, id limit ${limit + 1}`;
-      const rest = dead[limit];
-      const put = await requeue(
-        subscriptionId,
-        dead.slice(0, limit).map((d) => d.id),
-        now,
-      );
-      if (!rest) return { queued: put.length, notQueued: 0, nextSince: null };
-      const [left] = await sql<{ n: number }[]>`
-        select count(*)::int as n from deliveries
-        where subscription_id = ${subscriptionId} and status = 'dead'
-          and created_at >= ${rest.createdAt} and created_at < ${until}`;
-      return { queued: put.length, notQueued: left?.n ?? 0, nextSince: rest.createdAt };
-    },
-
-    one,
-
-    /**
-     * The attempt log of a subscription, newest first (at desc, id desc),
-     * `take` rows after the keyset position `after`.
-     */
-    async attempts(
-      subscriptionId: string,
-      f: AttemptFilters,
-      take: number,
-      after: [Date, string] | undefined,
-    ): Promise<AttemptRecord[]> {
-      return sql<AttemptRecord[]>`
-        select id, delivery_id, event, at, succeeded, response_status, duration_ms, response_body, error
-        from attempts
-        where subscription_id = ${subscriptionId}
-          ${f.succeeded === undefined ? sql`` : sql`and succeeded = ${f.succeeded}`}
-          ${f.event === undefined ? sql`` : sql`and event = ${f.event}`}
-          ${f.from === undefined ? sql`` : sql`and at >= ${f.from}`}
-          ${f.to === undefined ? sql`` : sql`and at < ${f.to}`}
-          ${after ? sql`and (at, id) < (${after[0]}, ${after[1]})` : sql``}
-        order by at desc, id desc limit ${take}`;
-    },
-
-    /**
-     * The attempt log's retention (docs/api/webhooks.md §Attempt log): rows
-     * older than `before` go, `batch` at a time so no statement holds many
-     * locks for long. Answers how many went.
-     */
-    async sweepAttempts(before: Date, batch = 10_000): Promise<number> {
-      let gone = 0;
-      for (;;) {
-        const rows = await sql`
-          delete from attempts where id = any(array(
-            select id from attempts where at < ${before} limit ${batch}))`;
-        gone += rows.count;
-        if (rows.count < batch) return gone;
-      }
     },
 
     /** The 50 most recent deliveries of a subscription (SPEC.md §4, §8). */

@@ -1,43 +1,16 @@
-import {
-  AttemptSchema,
-  DeliverySchema,
-  type Subscription,
-  SubscriptionSchema,
-  WebhookFieldsSchema,
-} from "@funil/contracts";
+import { DeliverySchema, type Subscription, SubscriptionSchema, WebhookFieldsSchema } from "@funil/contracts";
 import { messageOf, toApiJson } from "@funil/rpc";
-import {
-  createWebhookBody,
-  deliveryParams,
-  idParam,
-  limit,
-  listAttemptsQuery,
-  patchWebhookBody,
-  recoverBody,
-  z,
-} from "@funil/schemas";
+import { createWebhookBody, idParam, limit, patchWebhookBody, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
-import { EVENT_CATALOG } from "../../events/catalog.js";
 import { errorResponses } from "../../schemas/common.js";
-import {
-  delivery,
-  eventType,
-  page,
-  webhook,
-  webhookAttempt,
-  webhookCreated,
-  webhookRecovered,
-  webhookSecret,
-} from "../../schemas/responses.js";
+import { delivery, page, webhook, webhookCreated, webhookSecret } from "../../schemas/responses.js";
 import { pageOf, wholeListQuery } from "./whole-list.js";
 
 // The read scopes of the events are checked by the webhooks service, which asks for the key's current
 // scopes itself (API.md §3, §11): one owner for the rule, over HTTP and gRPC alike.
 const config = { scopes: ["webhooks.manage"] };
 const errors = errorResponses(400, 401, 403, 404);
-// Resend and recover: 409 when the subscription is not active, or the delivery is pending already.
-const resendErrors = errorResponses(400, 401, 403, 404, 409);
 const tags = ["webhooks"];
 
 const json = (s: Subscription | undefined) => toApiJson(SubscriptionSchema, s!);
@@ -89,21 +62,6 @@ export const webhookRoutes =
         });
         return reply.code(201).send({ subscription: json(res.subscription), secret: res.secret });
       },
-    );
-
-    app.get(
-      "/webhooks/event-types",
-      {
-        config,
-        schema: {
-          tags,
-          summary:
-            "The event catalog: every subscribable event, when it is emitted, the read scope it needs and the JSON Schema of a delivery's body",
-          querystring: z.strictObject({}),
-          response: { 200: page(eventType), ...errorResponses(400, 401, 403) },
-        },
-      },
-      async () => ({ data: EVENT_CATALOG, nextCursor: null }),
     );
 
     app.get(
@@ -202,83 +160,6 @@ export const webhookRoutes =
         const res = await api().listDeliveries({ workspaceId: req.caller.workspaceId, id: req.params.id });
         const data = res.data.slice(0, req.query.limit).map((d) => toApiJson(DeliverySchema, d));
         return { data, nextCursor: null };
-      },
-    );
-
-    app.post(
-      "/webhooks/:id/deliveries/:deliveryId/resend",
-      {
-        config,
-        schema: {
-          tags,
-          summary:
-            "Send a delivery that is not pending again: a new series of attempts of the same event id and body, signed afresh (409 while it is pending or the subscription is not active)",
-          params: deliveryParams,
-          response: { 202: delivery, ...resendErrors },
-        },
-      },
-      async (req, reply) => {
-        const res = await api().resendDelivery({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          deliveryId: req.params.deliveryId,
-        });
-        return reply.code(202).send(toApiJson(DeliverySchema, res.delivery!));
-      },
-    );
-
-    app.post(
-      "/webhooks/:id/recover",
-      {
-        config,
-        schema: {
-          tags,
-          summary:
-            "Send again every dead delivery created within [since, until) (until: now), oldest first, 10 000 per call; pending ones are left as they are (409 when the subscription is not active)",
-          params: idParam,
-          body: recoverBody,
-          response: { 202: webhookRecovered, ...resendErrors },
-        },
-      },
-      async (req, reply) => {
-        const res = await api().recoverDeliveries({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          since: req.body.since,
-          until: req.body.until,
-        });
-        return reply
-          .code(202)
-          .send({ queued: res.queued, notQueued: res.notQueued, nextSince: res.nextSince ?? null });
-      },
-    );
-
-    app.get(
-      "/webhooks/:id/attempts",
-      {
-        config,
-        schema: {
-          tags,
-          summary: "The attempt log of a subscription (keyset: at desc, id desc)",
-          description:
-            "Every attempt of every delivery, newest first, kept WEBHOOK_ATTEMPT_RETENTION_DAYS (30 by default): " +
-            "when its POST went out, succeeded or failed, the receiver's status, how long it took, the first 1 KB " +
-            "of the answer that came with the status, and the error when no answer came. from is inclusive, to exclusive.",
-          params: idParam,
-          querystring: listAttemptsQuery,
-          response: { 200: page(webhookAttempt), ...errors },
-        },
-      },
-      async (req) => {
-        const res = await api().listAttempts({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          ...req.query,
-        });
-        return {
-          data: res.data.map((a) => toApiJson(AttemptSchema, a)),
-          nextCursor: res.nextCursor ?? null,
-        };
       },
     );
   };
