@@ -4,18 +4,19 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A webhook receiver on loopback for the tests: each path answers as told
- * (200, 500, 302, or hangs), and every request is kept with its raw body.
+ * (200, 200 with a 5 000-byte body, 500, 302, 301, hangs, or is down: the
+ * connection is dropped unanswered), and every request is kept with its raw body.
  * Signatures are checked here with node:crypto, not with the package under
  * test.
  */
-export type Mode = "ok" | "fail" | "redirect" | "hang";
+export type Mode = "ok" | "big" | "fail" | "redirect" | "moved" | "hang" | "down";
 
 export interface Received {
   path: string;
   at: number;
   headers: http.IncomingHttpHeaders;
   raw: string;
-  /** What the receiver answered (0: it hung). */
+  /** What the receiver answered (0: it hung, or was down). */
   status: number;
   /** When a request that hung was given up by its sender (its connection closed). */
   abandonedAt?: number;
@@ -38,9 +39,13 @@ export async function startReceiver() {
         body = JSON.parse(raw);
       } catch {}
       const mode = modes.get(path) ?? "ok";
-      const status = { ok: 200, fail: 500, redirect: 302, hang: 0 }[mode];
+      const status = { ok: 200, big: 200, fail: 500, redirect: 302, moved: 301, hang: 0, down: 0 }[mode];
       const entry: Received = { path, at: Date.now(), headers: req.headers, raw, body, status };
       received.push(entry);
+      if (mode === "down") {
+        req.socket.destroy();
+        return;
+      }
       if (mode === "hang") {
         hanging.add(res);
         res.once("close", () => {
@@ -49,8 +54,8 @@ export async function startReceiver() {
         });
         return;
       }
-      if (mode === "redirect") res.writeHead(302, { location: `${path}-moved` }).end();
-      else res.writeHead(status).end(mode);
+      if (mode === "redirect" || mode === "moved") res.writeHead(status, { location: `${path}-moved` }).end();
+      else res.writeHead(status).end(mode === "big" ? "x".repeat(5_000) : mode);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -202,6 +202,9 @@ it("docs/api/conventions.md §Authentication and API keys: every operation that 
     "PATCH /api/v1/opportunities/{id}",
     "GET /api/v1/tasks",
     "POST /api/v1/notes",
+    "POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/resend",
+    "POST /api/v1/webhooks/{id}/recover",
+    "GET /api/v1/webhooks/{id}/attempts",
   ])
     expect(names).toContain(route);
 });

@@ -1,6 +1,6 @@
 import { contact, deal, member, pipeline } from "../e2e/crm-fixtures.js";
 import { calendar } from "../e2e/scheduling-fixtures.js";
-import { newWorkspace, type Workspace } from "../helpers.js";
+import { newWorkspace, type Workspace, waitFor } from "../helpers.js";
 import type { Operation } from "./harness.js";
 import type { Json, Pools } from "./schema-arbitrary.js";
 
@@ -19,6 +19,12 @@ export async function populatedWorkspace(ops: Operation[]): Promise<{ ws: Worksp
     type: "select",
     options: ["free", "pro"],
   });
+  // A webhook subscription, so that the contacts below leave deliveries to resend and attempts to read.
+  const hook = await ws.call("POST", "/webhooks", {
+    url: "http://127.0.0.1:9/hook",
+    events: ["contact.created"],
+  });
+  if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${JSON.stringify(hook.body)}`);
   const contacts = [await contact(ws), await contact(ws, { phone: "+55 11 90000-0001" }), await contact(ws)];
   for (const c of contacts.slice(0, 2)) await deal(ws, { contactId: c.id, pipelineId: p.id });
   for (const c of contacts.slice(0, 2))
@@ -33,7 +39,8 @@ export async function populatedWorkspace(ops: Operation[]): Promise<{ ws: Worksp
     startAt: "2031-01-01T10:00:00.000Z",
   });
   if (booked.status !== 201) throw new Error(`appointment: ${booked.status} ${JSON.stringify(booked.body)}`);
-  return { ws, pools: await poolsOf(ws, ops) };
+  const deliveries = await settledDeliveries(ws, hook.body.subscription.id);
+  return { ws, pools: { ...(await poolsOf(ws, ops)), deliveries } };
 }
 
 /**
@@ -54,4 +61,21 @@ export async function poolsOf(ws: Workspace, ops: Operation[]): Promise<Pools> {
     if (page.body?.nextCursor) pools[`cursor ${o.path}`] = [page.body.nextCursor];
   }
   return pools;
+}
+
+/**
+ * The subscription deactivated and its deliveries dead: nothing the webhooks service does later in the
+ * background changes the workspace while a test compares its rows (a resend or a recover of an inactive
+ * subscription is a 409 that queues nothing). Answers the deliveries' ids.
+ */
+async function settledDeliveries(ws: Workspace, subscriptionId: string): Promise<string[]> {
+  const list = async (): Promise<Json[]> =>
+    (await ws.call("GET", `/webhooks/${subscriptionId}/deliveries`)).body?.data ?? [];
+  // One delivery per contact created above, once their events are fanned out.
+  await waitFor(async () => ((await list()).length === 3 ? true : undefined), 20_000);
+  await ws.call("PATCH", `/webhooks/${subscriptionId}`, { active: false });
+  return waitFor(async () => {
+    const all = await list();
+    return all.every((d) => d.status === "dead") ? all.map((d) => d.id) : undefined;
+  }, 20_000);
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { text } from "./common.js";
+import { cursor, limit, ref, text, timestamp } from "./common.js";
+import { parseTimestamp } from "./time.js";
 
 /** The subscribable events and the read scope each needs besides webhooks.manage (docs/api/webhooks.md §Subscribable events). */
 export const WEBHOOK_EVENTS = {
@@ -53,3 +54,33 @@ export const patchWebhookBody = z
     active: z.boolean().optional(),
   })
   .meta({ id: "WebhookPatch" });
+
+/** A delivery of a subscription, in a path (`/webhooks/{id}/deliveries/{deliveryId}/…`). */
+export const deliveryParams = z.strictObject({ id: ref, deliveryId: ref });
+
+/** Dead deliveries one recover puts back at most; the rest is said, with where the next call starts. */
+export const RECOVER_LIMIT = 10_000;
+
+/** POST /webhooks/{id}/recover: the dead deliveries created within [since, until) (until: now). */
+export const recoverBody = z
+  .strictObject({ since: timestamp, until: timestamp.optional() })
+  .refine(
+    (b) =>
+      b.until === undefined ||
+      (parseTimestamp(b.since)?.getTime() ?? 0) < (parseTimestamp(b.until)?.getTime() ?? 0),
+    { message: "since must be before until", path: ["until"] },
+  )
+  .meta({ id: "WebhookRecover" });
+
+/** An attempt's outcome in the attempt log: a 2xx, or anything else. */
+export const attemptStatus = z.enum(["succeeded", "failed"]);
+
+/** GET /webhooks/{id}/attempts: newest first; from inclusive, to exclusive. */
+export const listAttemptsQuery = z.strictObject({
+  status: attemptStatus.optional(),
+  event: webhookEvent.optional(),
+  from: timestamp.optional(),
+  to: timestamp.optional(),
+  cursor: cursor.optional(),
+  limit: limit(100),
+});

@@ -30,6 +30,7 @@ import { opportunityRoutes } from "./routes/v1/opportunities.js";
 import { pipelineRoutes } from "./routes/v1/pipelines.js";
 import { platformUserRoutes } from "./routes/v1/platform-users.js";
 import { taskRoutes } from "./routes/v1/tasks.js";
+import { webhookDeliveryRoutes } from "./routes/v1/webhook-deliveries.js";
 import { webhookRoutes } from "./routes/v1/webhooks.js";
 import { serviceMetrics } from "./service-metrics.js";
 
@@ -175,6 +176,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(calendarRoutes(ctx));
       await v1.register(appointmentRoutes(ctx));
       await v1.register(webhookRoutes(ctx));
+      await v1.register(webhookDeliveryRoutes(ctx));
       await v1.register(platformUserRoutes(ctx));
     },
     { prefix: "/api/v1" },

@@ -29,5 +29,7 @@ export const webhooksConfig = baseEnv.extend({
   /** Attempts in flight at once, overall and per subscription: a slow receiver holds only its share. */
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(256),
   WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).default(16),
+  /** How long the attempt log keeps an attempt (docs/api/webhooks.md §Attempt log). */
+  WEBHOOK_ATTEMPT_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
 });
 export type WebhooksConfig = z.output<typeof webhooksConfig>;

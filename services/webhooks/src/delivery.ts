@@ -2,16 +2,18 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 import { outsideTransaction } from "@funil/db";
 import { Agent, type Dispatcher } from "undici";
-import { type AttemptResult, judgeResponse } from "./schedule.js";
+import { type AttemptResult, judgeResponse, RESPONSE_KEPT } from "./schedule.js";
 import { blockedAddress } from "./ssrf.js";
 import { hostOf } from "./targets.js";
 
 /**
  * The POST of one attempt (docs/api/webhooks.md §What a receiver gets). One undici Agent keeps connections
  * alive per host. Redirects are not followed (a dispatch never follows).
- * The response's status decides the attempt as soon as it arrives; its body
- * is read on (up to 64 KiB, for at most `timeoutMs`) only so that the
- * connection can be reused.
+ * The response's status decides the attempt as soon as it arrives, with the
+ * first RESPONSE_KEPT bytes of its body that came with it (the same read of
+ * the socket: the attempt log's answer, never waited for); the body is read
+ * on (up to 64 KiB, for at most `timeoutMs`) only so that the connection
+ * can be reused.
  *
  * The POST is undici's dispatch with a handler of our own: request() wraps
  * every response in a Readable stream and an AbortSignal.timeout per attempt
@@ -72,6 +74,13 @@ const causeOf = (err: unknown): string => {
 
 /** How much of a response body is read (and dropped) before its connection is given up instead. */
 const BODY_LIMIT = 64 * 1024;
+
+/** The bytes kept of an answer as text PostgreSQL can hold (no NUL); undefined when there were none. */
+function keptText(chunks: Buffer[]): string | undefined {
+  if (chunks.length === 0) return undefined;
+  const text = Buffer.concat(chunks).toString("utf8");
+  return text.includes("\u0000") ? text.replaceAll("\u0000", "\uFFFD") : text;
+}
 
 /** Where a URL's POST goes, parsed once per URL: origin, path, or why it is refused. */
 interface Target {
@@ -145,28 +154,37 @@ export function httpPoster(opts: { timeoutMs: number; allowPrivate: boolean }): 
       return new Promise<AttemptResult>((resolve) => {
         let decided = false;
         let received = 0;
+        let status = 0;
+        const kept: Buffer[] = [];
         const decide = (result: AttemptResult) => {
           if (decided) return;
           decided = true;
           resolve(result);
         };
+        // The status with what of the body came in the same read of the socket (llhttp hands the
+        // status and those bytes over in one go, before the next turn of the event loop).
+        const answered = () => decide({ ...judgeResponse(status), body: keptText(kept) });
         const handler: Dispatcher.DispatchHandler = {
           // Its presence is what makes undici take this for a handler of its current interface.
           onRequestStart() {},
           onResponseStart(controller, statusCode) {
             if (statusCode < 200) return; // informational: the real status follows
-            decide(judgeResponse(statusCode));
+            status = statusCode;
+            setImmediate(answered);
             drain(controller);
           },
           onResponseData(controller, chunk) {
+            if (!decided && received < RESPONSE_KEPT) kept.push(chunk.subarray(0, RESPONSE_KEPT - received));
             received += chunk.length;
             if (received > BODY_LIMIT) controller.abort(new Error("response body over 64 KiB"));
           },
           onResponseEnd(controller) {
             draining.delete(controller);
+            answered();
           },
           onResponseError(controller, err) {
             draining.delete(controller);
+            if (status) return answered();
             const cause = causeOf(err);
             decide({ ok: false, error: cause === "timeout" ? `timeout after ${opts.timeoutMs} ms` : cause });
           },

@@ -9,7 +9,12 @@ export interface AttemptResult {
   status?: number | undefined;
   /** Why it failed: timeout, refused, redirect, HTTP status… */
   error?: string | undefined;
+  /** The first RESPONSE_KEPT bytes of the receiver's answer that came with its status (the attempt log). */
+  body?: string | undefined;
 }
+
+/** How much of a receiver's answer the attempt log keeps (docs/api/webhooks.md §Attempt log). */
+export const RESPONSE_KEPT = 1024;
 
 export type Next =
   | { status: "delivered" }

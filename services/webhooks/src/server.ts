@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
 import { AuthService } from "@funil/contracts";
+import type { Sweep } from "@funil/db";
 import { type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
 import { startFanOut } from "./events/fanout.js";
@@ -9,7 +10,9 @@ import { threadPoster } from "./poster-thread.js";
 import { routes } from "./rpc/routes.js";
 import type { WebhookDeps } from "./rpc/webhooks.js";
 import { secretBox } from "./secrets.js";
+import { attemptStore } from "./store/attempts.js";
 import { deliveryStore } from "./store/deliveries.js";
+import { resendStore } from "./store/resend.js";
 import { subscriptionStore } from "./store/subscriptions.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -20,15 +23,24 @@ export function webhookDeps(
   config: WebhooksConfig,
   auth: WebhookDeps["auth"],
 ): WebhookDeps {
+  const subject = (id: string) => infra.names.subject(`webhook.deliveries.${id}`);
   return {
     subscriptions: subscriptionStore(infra.sql),
-    deliveries: deliveryStore(infra.sql, (id) => infra.names.subject(`webhook.deliveries.${id}`)),
+    deliveries: deliveryStore(infra.sql, subject),
+    resends: resendStore(infra.sql, subject),
+    attempts: attemptStore(infra.sql),
     auth,
     secrets: secretBox(config.WEBHOOK_SECRET_KEY),
     targets: { allowHttp: config.WEBHOOK_ALLOW_HTTP, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS },
     clock: infra.clock,
   };
 }
+
+/** The attempt log's retention (docs/api/webhooks.md §Attempt log), swept with the service's others. */
+export const attemptSweep = (attempts: WebhookDeps["attempts"], days: number): Sweep => ({
+  name: "webhook attempts",
+  run: (_sql, now) => attempts.sweep(new Date(now.getTime() - days * 86_400_000)),
+});
 
 /** webhooks: subscriptions, the fan-out of EVENTS, and signed deliveries with retries. */
 export function start(config: WebhooksConfig, clock: Clock) {
@@ -65,6 +77,7 @@ export function start(config: WebhooksConfig, clock: Clock) {
       return {
         routes: routes(deps),
         consumers: [fanOut, sender.consumer],
+        sweeps: [attemptSweep(deps.attempts, config.WEBHOOK_ATTEMPT_RETENTION_DAYS)],
         async stop() {
           await fanOut.stop();
           await sender.stop();

@@ -3,6 +3,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import { openapiWebhooks } from "../events/catalog.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is walked as plain JSON
 type Json = any;
@@ -91,7 +92,7 @@ const REF = /"#\/components\/schemas\/([^"]+)"/g;
 function pruneSchemas(doc: Json) {
   const schemas = doc.components?.schemas ?? {};
   const used = new Set<string>();
-  const queue = [...JSON.stringify(doc.paths).matchAll(REF)].map((m) => m[1]!);
+  const queue = [...JSON.stringify([doc.paths, doc.webhooks]).matchAll(REF)].map((m) => m[1]!);
   for (let name = queue.pop(); name !== undefined; name = queue.pop()) {
     if (used.has(name)) continue;
     used.add(name);
@@ -153,6 +154,9 @@ export const openapiPlugin = fp(async (app: FastifyInstance) => {
         securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "fnl_… API key" } },
       },
       security: [{ bearer: [] }],
+      // What a webhook receiver gets: one POST per subscribable event (docs/api/webhooks.md).
+      // biome-ignore lint/suspicious/noExplicitAny: the types of @fastify/swagger have no webhooks of OpenAPI 3.1
+      webhooks: openapiWebhooks() as any,
     },
     transform: jsonSchemaTransform,
     transformObject: (input) => completeDocument(jsonSchemaTransformObject(input)),

@@ -1,6 +1,7 @@
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import {
   AppointmentSchema,
+  AttemptSchema,
   CalendarSchema,
   ContactSchema,
   CustomFieldSchema,
@@ -20,6 +21,7 @@ import {
 import {
   appointmentOutcome,
   appointmentStatus,
+  attemptStatus,
   contactStatus,
   dealStatus,
   deliveryStatus,
@@ -156,6 +158,32 @@ export const webhookSecret = z
 export const delivery = apiSchema(DeliverySchema, {
   narrow: { status: deliveryStatus, event: webhookEvent },
 }).meta({ id: "WebhookDelivery" });
+export const webhookAttempt = apiSchema(AttemptSchema, {
+  narrow: { status: attemptStatus, event: webhookEvent },
+}).meta({ id: "WebhookAttempt" });
+export const eventType = z
+  .object({
+    type: webhookEvent,
+    description: z.string().describe("when it is emitted"),
+    scope: z.string().describe("the read scope a subscription to it needs, besides webhooks.manage"),
+    schema: z.record(z.string(), z.unknown()).describe("JSON Schema (2020-12) of a delivery's body"),
+  })
+  .meta({ id: "WebhookEventType" });
+export const webhookRecovered = z
+  .object({
+    queued: z
+      .number()
+      .int()
+      .describe("dead deliveries of the window put back, each with a new series of attempts"),
+    notQueued: z
+      .number()
+      .int()
+      .describe(
+        "dead deliveries of the window left over the bound of one call (10 000): recover again from nextSince",
+      ),
+    nextSince: z.string().nullable().describe("where the next call starts; null when nothing was left"),
+  })
+  .meta({ id: "WebhookRecovered" });
 
 export const learner = apiSchema(LearnerSchema).meta({ id: "Learner" });
 export const learnerDetail = apiSchema(LearnerDetailSchema).meta({ id: "LearnerDetail" });

@@ -10,7 +10,7 @@ import type { Poster } from "../delivery.js";
 import { InFlight, JobQueues } from "../limits.js";
 import { type AttemptResult, afterAttempt } from "../schedule.js";
 import { type SecretBox, signatureHeader, signingKeys } from "../secrets.js";
-import type { DeliveryStore, DueDelivery, Outcome } from "../store/deliveries.js";
+import type { AttemptLog, DeliveryStore, DueDelivery, Outcome } from "../store/deliveries.js";
 import { tracedAttempt } from "./tracing.js";
 
 export interface SenderSettings {
@@ -35,18 +35,21 @@ const GATHER_MS = 2;
 
 /**
  * How long attempts wait for company before their key is checked (one
- * request per key per window, keyChecker): the longer window lets the many
- * deliveries of one key share one question to the gateway's Auth, at the cost
- * of a few ms per attempt (bench/RESULTS-webhooks.md has the figures).
+ * request per key per window, keyChecker): at 6 000 deliveries a second of
+ * one key, 10 ms instead of 2 made the gateway's Auth answer 100 requests a
+ * second instead of 500, and cost it 6 µs per delivery instead of 11
+ * (bench:webhooks, 2 runs each).
  */
 const KEY_GATHER_MS = 10;
 
 /**
  * How long a success waits for company before it is written (one statement
  * for all that come within it). Its lane waits too, while other lanes of the
- * subscription keep its slots busy: fewer, larger statements cost the process
- * and PostgreSQL less per delivery. The other windows stay short: a longer
- * one held back the fast receivers while others hung (bench/RESULTS-webhooks.md).
+ * subscription keep its slots busy: at 5 ms instead of 2, the webhooks
+ * process spent 88-97 µs per delivery instead of 111-147, PostgreSQL 33-37
+ * instead of 35-49 (bench:webhooks, 3 runs each, one after the other). The
+ * other windows stay at 2 ms: at 5 the fast receivers kept only 63 % of
+ * their rate in one run with 5 hanging.
  */
 const RECORD_GATHER_MS = 5;
 
@@ -54,8 +57,9 @@ const RECORD_GATHER_MS = 5;
  * Lanes of a job per slot of its subscription. A lane holds its slot only
  * for the POST: with one lane per slot, a slot stood empty while its lane
  * recorded the attempt and checked the next. With two, a lane waiting for the
- * slot takes it at once, and the fast receivers keep more of their rate
- * beside hanging ones (bench/RESULTS-webhooks.md). The bound on
+ * slot takes it at once: at 256 in flight, 16 per subscription, the ratio to
+ * the raw loop went from 0.51 to 0.54 and the fast receivers kept 88-96 % of
+ * their rate instead of 81-87 % (bench:webhooks, 2 runs each). The bound on
  * POSTs in flight per subscription is the slots', not the lanes'.
  */
 const LANES_PER_SLOT = 2;
@@ -134,19 +138,7 @@ function jobOf(m: JsMsg): HeldJob | undefined {
 
 const FINAL: Outcome = { final: true };
 
-/**
- * The worker of WEBHOOK_DELIVERIES (docs/api/webhooks.md §Retries): one signed POST per
- * delivery of a job, each in a slot of its subscription; every outcome is
- * written to its delivery's row before the job is acknowledged, or handed
- * back with the delay of its earliest retry (`nak`, the schedule of
- * schedule.ts), so a process killed at any point loses nothing. A job is
- * worked on by one sender at a time, the holder of its lease (job_leases),
- * and each delivery's row is read when its job starts, and again at its
- * attempt if that was more than RECHECK_MS before: one delivered, or dead,
- * is never sent again. While a job's deliveries wait for slots, its
- * lease is held on and JetStream is told it is still being worked on.
- */
-export async function startSender(deps: {
+interface SenderDeps {
   nc: NatsConnection;
   names: Naming;
   deliveries: DeliveryStore;
@@ -156,58 +148,58 @@ export async function startSender(deps: {
   clock: Clock;
   log: Logger;
   settings: SenderSettings;
-}) {
-  const { deliveries, clock, log, settings } = deps;
-  const limits = new InFlight(settings.maxInFlight, settings.maxInFlightPerSubscription, settings.timeoutMs);
-  const jobs = new JobQueues<QueuedJob>(
-    JOBS_RUNNING_PER_SUBSCRIPTION,
-    JOBS_WAITING_PER_SUBSCRIPTION,
-    JOBS_HELD,
-  );
-  // A job's lease is held on every ackWaitMs / 4 while it is worked on; the job's ack wait outlives the
-  // lease, so a job that comes back after a crash finds its lease run out.
-  const leaseMs = settings.timeoutMs + 5_000;
-  const ackWaitMs = leaseMs + 5_000;
-  const running = new Set<Promise<void>>();
-  // Once stopping, a running job starts no more attempts: the ones under way finish and are recorded, the
-  // rest of the job goes back to JetStream at once, for another copy.
-  let stopping = false;
-  // The jobs held by this process, by id; each holds its lease until released.
-  const holder = randomUUID();
-  const working = new Map<string, JsMsg>();
-  const heartbeat = setInterval(() => {
-    for (const m of working.values()) m.working();
-    for (const queued of jobs.waiting()) queued.m.working();
-    const now = clock.now();
-    deliveries
-      .extendJobs([...working.keys()], holder, new Date(now.getTime() + leaseMs))
-      .catch((err) => log.warn({ err }, "webhook job leases could not be held on"));
-  }, ackWaitMs / 4);
-  heartbeat.unref();
-  const keyOf = keyChecker(deps.auth);
-  // Jobs taken within GATHER_MS lease (and release) in one statement; attempts that start within it read
-  // their deliveries in one, and the successes that come back within it are recorded in one.
+}
+
+/** What the parts of a sender share: its collaborators, its limits, and the jobs it holds. */
+interface Sender {
+  deps: SenderDeps;
+  limits: InFlight;
+  jobs: JobQueues<QueuedJob>;
+  /** How long a job's lease lasts, and a job's ack wait (it outlives the lease). */
+  leaseMs: number;
+  ackWaitMs: number;
+  /** This process, as the holder of its leases. */
+  holder: string;
+  /** The jobs held by this process, by id; each holds its lease until released. */
+  working: Map<string, JsMsg>;
+  running: Set<Promise<void>>;
+  /**
+   * Once stopping, a running job starts no more attempts: the ones under way finish and are recorded,
+   * the rest of the job goes back to JetStream at once, for another copy.
+   */
+  stopping: boolean;
+}
+
+/**
+ * The statements of a sender, each gathering the calls that come within
+ * its window into one: jobs taken within GATHER_MS lease (and release) in
+ * one statement; attempts that start within it read their deliveries in
+ * one, and the successes that come back within RECORD_GATHER_MS are
+ * recorded in one.
+ */
+function gatherers(s: Sender) {
+  const { deliveries, clock } = s.deps;
   const lease = batcher(
     (jobs: string[]) => {
       const now = clock.now();
-      return deliveries.leaseJobs(jobs, holder, now, new Date(now.getTime() + leaseMs));
+      return deliveries.leaseJobs(jobs, s.holder, now, new Date(now.getTime() + s.leaseMs));
     },
     256,
     GATHER_MS,
   );
   const release = batcher(
     async (jobs: string[]) => {
-      await deliveries.releaseJobs(jobs, holder);
+      await deliveries.releaseJobs(jobs, s.holder);
       return jobs.map(() => undefined);
     },
     256,
     GATHER_MS,
   );
-  const readDue = batcher((ids: string[]) => deliveries.readDue(ids, clock.now(), leaseMs), 256, GATHER_MS);
+  const readDue = batcher((ids: string[]) => deliveries.readDue(ids, clock.now(), s.leaseMs), 256, GATHER_MS);
   // A job's deliveries, read together as it starts (jobs that start within GATHER_MS in one statement).
   const readJob = batcher(
     async (jobs: string[][]) => {
-      const answers = await deliveries.readDue(jobs.flat(), clock.now(), leaseMs);
+      const answers = await deliveries.readDue(jobs.flat(), clock.now(), s.leaseMs);
       let from = 0;
       return jobs.map((ids) => {
         const mine = answers.slice(from, from + ids.length);
@@ -219,32 +211,54 @@ export async function startSender(deps: {
     GATHER_MS,
   );
   const recordDelivered = batcher(
-    async (done: Array<{ delivery: DueDelivery; status: number; at: Date }>) => {
+    async (done: Array<{ delivery: DueDelivery; status: number; at: Date; attempt: AttemptLog }>) => {
       await deliveries.recordDelivered(done);
       return done.map(() => undefined);
     },
     256,
     RECORD_GATHER_MS,
   );
+  return { lease, release, readDue, readJob, recordDelivered };
+}
+type Gatherers = ReturnType<typeof gatherers>;
 
-  const keyOfSecret = signingKeys(deps.secrets);
-  function signingSecrets(c: DueDelivery, now: Date): KeyObject[] {
-    const secrets = [keyOfSecret(c.secret)];
-    if (c.previousSecret && c.previousSecretUntil && c.previousSecretUntil > now)
-      secrets.push(keyOfSecret(c.previousSecret));
-    return secrets;
-  }
+/**
+ * Every ackWaitMs / 4, JetStream is told that the held jobs (running or
+ * waiting here) are still worked on, and the running ones' leases are held on.
+ */
+function holdJobsOn(s: Sender): NodeJS.Timeout {
+  const { deliveries, clock, log } = s.deps;
+  const heartbeat = setInterval(() => {
+    for (const m of s.working.values()) m.working();
+    for (const queued of s.jobs.waiting()) queued.m.working();
+    deliveries
+      .extendJobs([...s.working.keys()], s.holder, new Date(clock.now().getTime() + s.leaseMs))
+      .catch((err) => log.warn({ err }, "webhook job leases could not be held on"));
+  }, s.ackWaitMs / 4);
+  heartbeat.unref();
+  return heartbeat;
+}
 
-  /**
-   * What an attempt checks before its POST: the delivery is still pending
-   * and due, its subscription active, and the subscription's key still holds
-   * the event's read scope, asked now, uncached (docs/api/webhooks.md §Scope revoked). Answers the
-   * delivery to send, or what became of it. `read`: the delivery as its job
-   * read it, when that was at most RECHECK_MS ago; else it is read now.
-   */
-  async function ready(deliveryId: string, read?: DueDelivery | Outcome): Promise<DueDelivery | Outcome> {
+/**
+ * What an attempt checks before its POST: the delivery is still pending
+ * and due, its subscription active, and the subscription's key still holds
+ * the event's read scope, asked now, uncached (docs/api/webhooks.md §Scope revoked). Answers the
+ * delivery to send, or what became of it. A delivery that a resend or a
+ * recover gave to another job is that job's: this one drops it. `read`: the
+ * delivery as its job read it, when that was at most RECHECK_MS ago; else
+ * it is read now.
+ */
+function readiness(s: Sender, readDue: Gatherers["readDue"]) {
+  const { deliveries, clock, log } = s.deps;
+  const keyOf = keyChecker(s.deps.auth);
+  return async function ready(
+    jobId: string,
+    deliveryId: string,
+    read?: DueDelivery | Outcome,
+  ): Promise<DueDelivery | Outcome> {
     const delivery = read ?? (await readDue(deliveryId));
     if ("final" in delivery) return delivery;
+    if (delivery.queuedJob !== null && delivery.queuedJob !== jobId) return FINAL;
     if (!delivery.active) {
       await deliveries.abandon(delivery);
       return FINAL;
@@ -268,113 +282,174 @@ export async function startSender(deps: {
       return FINAL;
     }
     return delivery;
-  }
+  };
+}
 
-  /**
-   * One attempt: checked (ready), then POSTed in a slot of its subscription,
-   * then recorded. The slot is held for the POST only, so the reads, key
-   * checks and records of a fast receiver's attempts do not take slots; an
-   * attempt that waited for its slot longer than RECHECK_MS (its receiver is
-   * slow) is checked again in the slot, so nothing that changed while it
-   * waited is missed. `read`, `readAt`: the delivery as its job read it, and
-   * when (performance.now()).
-   */
-  async function attempt(
+/** The signed POST of a delivery (docs/api/webhooks.md §Signature): its body as fanned out, a signature made now. */
+function signedPoster(deps: SenderDeps) {
+  const keyOfSecret = signingKeys(deps.secrets);
+  function signingSecrets(c: DueDelivery, now: Date): KeyObject[] {
+    const secrets = [keyOfSecret(c.secret)];
+    if (c.previousSecret && c.previousSecretUntil && c.previousSecretUntil > now)
+      secrets.push(keyOfSecret(c.previousSecret));
+    return secrets;
+  }
+  return (delivery: DueDelivery, sentAt: Date): Promise<AttemptResult> => {
+    return deps.poster.post(delivery.url, delivery.body, {
+      "content-type": "application/json",
+      "user-agent": "Funil-Webhooks/1",
+      "x-funil-event": delivery.event,
+      "x-funil-delivery": delivery.id,
+      "x-funil-signature": signatureHeader(
+        delivery.body,
+        Math.floor(sentAt.getTime() / 1000),
+        signingSecrets(delivery, sentAt),
+      ),
+    });
+  };
+}
+
+/**
+ * One attempt: checked (ready), then POSTed in a slot of its subscription,
+ * then recorded. The slot is held for the POST only, so the reads, key
+ * checks and records of a fast receiver's attempts do not take slots; an
+ * attempt that waited for its slot longer than RECHECK_MS (its receiver is
+ * slow) is checked again in the slot, so nothing that changed while it
+ * waited is missed. `read`, `readAt`: the delivery as its job read it, and
+ * when (performance.now()).
+ */
+function attempter(s: Sender, g: Gatherers) {
+  const ready = readiness(s, g.readDue);
+  const post = signedPoster(s.deps);
+  const record = outcomeRecorder(s, g);
+  return async function attempt(
     subscriptionId: string,
+    jobId: string,
     deliveryId: string,
     read: DueDelivery | Outcome,
     readAt: number,
   ): Promise<Outcome> {
-    let delivery = await ready(deliveryId, performance.now() - readAt <= RECHECK_MS ? read : undefined);
+    let delivery = await ready(
+      jobId,
+      deliveryId,
+      performance.now() - readAt <= RECHECK_MS ? read : undefined,
+    );
     if ("final" in delivery) return delivery;
     const asked = performance.now();
-    const release = await limits.acquire(subscriptionId);
+    const release = await s.limits.acquire(subscriptionId);
     let result: AttemptResult;
+    const log: AttemptLog = { at: new Date(0), durationMs: 0 };
     try {
       if (performance.now() - asked > RECHECK_MS) {
-        delivery = await ready(deliveryId);
+        delivery = await ready(jobId, deliveryId);
         if ("final" in delivery) return delivery;
       }
-      const sentAt = clock.now();
-      result = await tracedAttempt(
-        delivery,
-        deps.poster.post.bind(deps.poster, delivery.url, delivery.body, {
-          "content-type": "application/json",
-          "user-agent": "Funil-Webhooks/1",
-          "x-funil-event": delivery.event,
-          "x-funil-delivery": delivery.id,
-          "x-funil-signature": signatureHeader(
-            delivery.body,
-            Math.floor(sentAt.getTime() / 1000),
-            signingSecrets(delivery, sentAt),
-          ),
-        }),
-      );
+      log.at = s.deps.clock.now();
+      const started = performance.now();
+      const sending = delivery;
+      result = await tracedAttempt(sending, () => post(sending, log.at));
+      log.durationMs = Math.round(performance.now() - started);
+      log.body = result.body;
     } finally {
       release();
     }
+    return record(delivery, result, log);
+  };
+}
+
+/**
+ * An attempt's outcome written to its delivery, with its line of the
+ * attempt log: delivered, due again (how soon), or dead.
+ */
+function outcomeRecorder(s: Sender, g: Gatherers) {
+  const { deliveries, clock, settings } = s.deps;
+  return async (delivery: DueDelivery, result: AttemptResult, log: AttemptLog): Promise<Outcome> => {
     const now = clock.now();
     if (result.ok) {
-      await recordDelivered({ delivery, status: result.status ?? 200, at: now });
+      await g.recordDelivered({ delivery, status: result.status ?? 200, at: now, attempt: log });
       return FINAL;
     }
-    const next = await deliveries.record(delivery, result, now, (failingSince) =>
-      afterAttempt({
-        attempts: delivery.attempts + 1,
-        result,
-        scheduleMs: settings.retryScheduleMs,
-        now,
-        failingSince,
-        windowMs: settings.breakerWindowMs,
-      }),
+    const next = await deliveries.record(
+      delivery,
+      result,
+      now,
+      (failingSince) =>
+        afterAttempt({
+          // The schedule of the current series: a resend or a recover starts one afresh.
+          attempts: delivery.attempts + 1 - delivery.retryFrom,
+          result,
+          scheduleMs: settings.retryScheduleMs,
+          now,
+          failingSince,
+          windowMs: settings.breakerWindowMs,
+        }),
+      log,
     );
     return next.status === "pending" ? { final: false, waitMs: next.retryInMs } : FINAL;
-  }
+  };
+}
 
-  /**
-   * Every delivery of the job, each in a slot of its subscription; then ack,
-   * or nak until the earliest retry. The job's deliveries are read together
-   * as it starts (one statement for many jobs, where one per attempt made
-   * three times as many); a few lanes per job then take them one after
-   * another, so a delivery waiting for a slot costs nothing but its row.
-   */
-  async function runJob(m: JsMsg, subscriptionId: string, job: HeldJob) {
-    const ids = job.deliveryIds;
+/**
+ * A job taken: its lease, then its deliveries read together as it starts
+ * (one statement for many jobs, where one per attempt made three times as
+ * many). Undefined when it cannot be worked on now: it is handed back.
+ */
+function jobTaker(s: Sender, g: Gatherers) {
+  const { log } = s.deps;
+  return async (m: JsMsg, job: HeldJob): Promise<Array<DueDelivery | Outcome> | undefined> => {
     let granted: boolean;
     try {
-      granted = await lease(job.id);
+      granted = await g.lease(job.id);
     } catch (err) {
       log.warn({ err, job: job.id }, "webhook job postponed: its lease could not be taken");
       m.nak(1_000);
-      return;
+      return undefined;
     }
     if (!granted) {
       // Another sender holds it (a copy of this job came back while the first is still worked on).
-      m.nak(leaseMs);
-      return;
+      m.nak(s.leaseMs);
+      return undefined;
     }
-    working.set(job.id, m);
-    let reads: Array<DueDelivery | Outcome>;
+    s.working.set(job.id, m);
     try {
-      reads = await readJob(ids);
+      return await g.readJob(job.deliveryIds);
     } catch (err) {
       log.warn({ err, job: job.id }, "webhook job postponed: its deliveries could not be read");
-      working.delete(job.id);
-      await release(job.id).catch(() => undefined);
+      s.working.delete(job.id);
+      await g.release(job.id).catch(() => undefined);
       m.nak(1_000);
-      return;
+      return undefined;
     }
+  };
+}
+
+/**
+ * Every delivery of the job, each in a slot of its subscription; then ack,
+ * or nak until the earliest retry. A few lanes per job take its deliveries
+ * one after another, so a delivery waiting for a slot costs nothing but its
+ * row.
+ */
+function jobRunner(s: Sender, g: Gatherers) {
+  const { log, settings } = s.deps;
+  const take = jobTaker(s, g);
+  const attempt = attempter(s, g);
+  return async function runJob(m: JsMsg, subscriptionId: string, job: HeldJob) {
+    const ids = job.deliveryIds;
+    const reads = await take(m, job);
+    if (!reads) return;
     const readAt = performance.now();
     let next = 0;
     let waitMs = Number.POSITIVE_INFINITY;
     const lane = async () => {
-      while (next < ids.length && !stopping) {
+      while (next < ids.length && !s.stopping) {
         const at = next++;
         const id = ids[at]!;
-        const outcome = await attempt(subscriptionId, id, reads[at]!, readAt).catch((err): Outcome => {
-          log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
-          return { final: false, waitMs: 1_000 };
-        });
+        const outcome = await attempt(subscriptionId, job.id, id, reads[at]!, readAt).catch(
+          (err): Outcome => {
+            log.warn({ err, deliveryId: id }, "webhook attempt failed; its job comes back");
+            return { final: false, waitMs: 1_000 };
+          },
+        );
         if (!outcome.final) waitMs = Math.min(waitMs, outcome.waitMs);
       }
     };
@@ -383,53 +458,95 @@ export async function startSender(deps: {
       await Promise.all(Array.from({ length: lanes }, lane));
       if (next < ids.length) waitMs = 0;
     } finally {
-      working.delete(job.id);
+      s.working.delete(job.id);
       // Released before the job is handed back, so that it finds its lease free when it returns; if the
       // release fails the lease runs out by itself.
-      await release(job.id).catch((err) => log.warn({ err, job: job.id }, "webhook job lease not released"));
+      await g
+        .release(job.id)
+        .catch((err) => log.warn({ err, job: job.id }, "webhook job lease not released"));
     }
     if (waitMs === Number.POSITIVE_INFINITY) m.ack();
     else m.nak(waitMs);
-  }
+  };
+}
 
-  /** Runs a job; when it is over, the next job of its subscription waiting here, if any. */
+/**
+ * What the consumer does with each message: a job is run at once when its
+ * subscription has room, queued here behind the running ones, or handed
+ * back when too many wait; when a job is over, the next one of its
+ * subscription waiting here starts.
+ */
+function jobHandler(s: Sender, g: Gatherers) {
+  const runJob = jobRunner(s, g);
+  const { log } = s.deps;
   function start(subscriptionId: string, entry: QueuedJob) {
     // In the job's own trace, also when it starts after another job of its subscription.
     const work = withMessageContext(entry.m, () => runJob(entry.m, subscriptionId, entry.job)).finally(() => {
-      running.delete(work);
-      const next = jobs.done(subscriptionId);
-      if (next && stopping) next.m.nak();
+      s.running.delete(work);
+      const next = s.jobs.done(subscriptionId);
+      if (next && s.stopping) next.m.nak();
       else if (next) start(subscriptionId, next);
     });
-    running.add(work);
+    s.running.add(work);
   }
+  return async (m: JsMsg) => {
+    const subscriptionId = m.subject.slice(m.subject.lastIndexOf(".") + 1);
+    const job = jobOf(m);
+    if (!job) {
+      log.warn({ subject: m.subject }, "webhook job dropped: not a job of deliveries");
+      m.term();
+      return;
+    }
+    // Taking no more jobs while many are held keeps what a process holds bounded.
+    await s.jobs.room();
+    const entry = { m, job };
+    const verdict = s.jobs.offer(subscriptionId, entry);
+    if (verdict === "full") m.nak(s.limits.backoffMs(subscriptionId));
+    else if (verdict === "run") start(subscriptionId, entry);
+  };
+}
 
+/**
+ * The worker of WEBHOOK_DELIVERIES (issue 11 §3-5): one signed POST per
+ * delivery of a job, each in a slot of its subscription; every outcome is
+ * written to its delivery's row before the job is acknowledged, or handed
+ * back with the delay of its earliest retry (`nak`, the schedule of
+ * schedule.ts), so a process killed at any point loses nothing. A job is
+ * worked on by one sender at a time, the holder of its lease (job_leases),
+ * and each delivery's row is read when its job starts, and again at its
+ * attempt if that was more than RECHECK_MS before: one delivered, or dead,
+ * is never sent again. While a job's deliveries wait for slots, its
+ * lease is held on and JetStream is told it is still being worked on.
+ */
+export async function startSender(deps: SenderDeps) {
+  const { settings } = deps;
+  // A job's lease is held on every ackWaitMs / 4 while it is worked on; the job's ack wait outlives the
+  // lease, so a job that comes back after a crash finds its lease run out.
+  const leaseMs = settings.timeoutMs + 5_000;
+  const s: Sender = {
+    deps,
+    limits: new InFlight(settings.maxInFlight, settings.maxInFlightPerSubscription, settings.timeoutMs),
+    jobs: new JobQueues<QueuedJob>(JOBS_RUNNING_PER_SUBSCRIPTION, JOBS_WAITING_PER_SUBSCRIPTION, JOBS_HELD),
+    leaseMs,
+    ackWaitMs: leaseMs + 5_000,
+    holder: randomUUID(),
+    working: new Map(),
+    running: new Set(),
+    stopping: false,
+  };
+  const heartbeat = holdJobsOn(s);
   const consumer = await consume(
     deps.nc,
     {
       stream: deps.names.stream("WEBHOOK_DELIVERIES"),
       durable: "webhooks-sender",
       filterSubject: deps.names.subject("webhook.deliveries.>"),
-      ackWaitMs,
+      ackWaitMs: s.ackWaitMs,
       // Every job waiting for a retry is unacknowledged (nak with a delay).
       maxAckPending: 1_000_000,
     },
-    async (m) => {
-      const subscriptionId = m.subject.slice(m.subject.lastIndexOf(".") + 1);
-      const job = jobOf(m);
-      if (!job) {
-        log.warn({ subject: m.subject }, "webhook job dropped: not a job of deliveries");
-        m.term();
-        return;
-      }
-      // Taking no more jobs while many are held keeps what a process holds bounded.
-      await jobs.room();
-      const entry = { m, job };
-      const verdict = jobs.offer(subscriptionId, entry);
-      if (verdict === "full") m.nak(limits.backoffMs(subscriptionId));
-      else if (verdict === "run") start(subscriptionId, entry);
-    },
-    (err) => log.warn({ err }, "webhook deliveries consumer failed; restarting"),
+    jobHandler(s, gatherers(s)),
+    (err) => deps.log.warn({ err }, "webhook deliveries consumer failed; restarting"),
   );
 
   return {
@@ -439,10 +556,10 @@ export async function startSender(deps: {
      * recorded, and hands back what the running jobs had not attempted yet.
      */
     async stop() {
-      stopping = true;
+      s.stopping = true;
       await consumer.stop();
-      for (const waiting of jobs.takeWaiting()) waiting.m.nak();
-      await Promise.allSettled([...running]);
+      for (const waiting of s.jobs.takeWaiting()) waiting.m.nak();
+      await Promise.allSettled([...s.running]);
       clearInterval(heartbeat);
       await deps.poster.close();
     },

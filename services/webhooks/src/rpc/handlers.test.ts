@@ -8,7 +8,9 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretBox } from "../secrets.js";
 import { migrations } from "../server.js";
+import { attemptStore } from "../store/attempts.js";
 import { deliveryStore } from "../store/deliveries.js";
+import { resendStore } from "../store/resend.js";
 import { subscriptionStore } from "../store/subscriptions.js";
 import { routes } from "./routes.js";
 
@@ -45,6 +47,8 @@ beforeAll(async () => {
     routes({
       subscriptions: subscriptionStore(sql),
       deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
+      resends: resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
+      attempts: attemptStore(sql),
       auth,
       secrets: secretBox(key),
       targets: { allowHttp: false, allowPrivate: false },

@@ -3,29 +3,46 @@ import type { Client, ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
   type AuthService,
+  ListAttemptsRequestSchema,
   type WebhookFields,
   WebhookFieldsSchema,
   type WebhookService,
 } from "@funil/contracts";
 import { fail, notFound } from "@funil/errors";
-import { plainOf } from "@funil/rpc";
-import { check, createWebhookBody, idParam, patchWebhookBody } from "@funil/schemas";
+import { keysetPage, plainOf } from "@funil/rpc";
+import {
+  check,
+  createWebhookBody,
+  deliveryParams,
+  idParam,
+  instant,
+  listAttemptsQuery,
+  patchWebhookBody,
+  RECOVER_LIMIT,
+  recoverBody,
+} from "@funil/schemas";
 import type { SecretBox } from "../secrets.js";
 import { newSecret } from "../secrets.js";
+import type { AttemptRecord, AttemptStore } from "../store/attempts.js";
 import type { DeliveryStore } from "../store/deliveries.js";
+import type { ResendStore } from "../store/resend.js";
 import type { SubscriptionStore } from "../store/subscriptions.js";
 import { distinct, requireScopes, type SubscriptionChanges } from "../subscriptions.js";
 import { checkTargetUrl, type TargetPolicy } from "../targets.js";
-import { deliveryWire, subscriptionWire } from "./wire.js";
+import { attemptWire, deliveryWire, subscriptionWire } from "./wire.js";
 
 export interface WebhookDeps {
   subscriptions: SubscriptionStore;
   deliveries: DeliveryStore;
+  resends: ResendStore;
+  attempts: AttemptStore;
   auth: Pick<Client<typeof AuthService>, "getKey">;
   secrets: SecretBox;
   targets: TargetPolicy;
   clock: Clock;
 }
+
+const id = (value: string) => check(idParam, { id: value }, "path").id;
 
 export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookService> {
   const { subscriptions, clock } = deps;
@@ -49,6 +66,17 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
   async function found(workspaceId: string, id: string) {
     const sub = await subscriptions.get(workspaceId, id);
     if (!sub) throw notFound("webhook subscription");
+    return sub;
+  }
+
+  /** Resend and recover send to an active subscription only (docs/api/webhooks.md §Resend and recover). */
+  async function foundActive(workspaceId: string, id: string) {
+    const sub = await found(workspaceId, id);
+    if (!sub.active)
+      throw fail(
+        "conflict",
+        `the subscription is not active (${sub.disabledReason ?? "deactivated"}): reactivate it first with PATCH {"active": true}`,
+      );
     return sub;
   }
 
@@ -114,6 +142,53 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       const sub = await found(req.workspaceId, id);
       const rows = await deps.deliveries.recent(sub.id);
       return { data: rows.map((d) => deliveryWire.proto(d)) };
+    },
+
+    async resendDelivery(req) {
+      const { id, deliveryId } = check(deliveryParams, { id: req.id, deliveryId: req.deliveryId }, "path");
+      const sub = await found(req.workspaceId, id);
+      if (!(await deps.resends.one(sub.id, deliveryId))) throw notFound("webhook delivery");
+      await foundActive(req.workspaceId, id);
+      const delivery = await deps.resends.resend(sub.id, deliveryId, clock.now());
+      if (delivery === undefined) throw notFound("webhook delivery");
+      if (delivery === "pending")
+        throw fail("conflict", "the delivery is pending: its next attempt is queued already");
+      return { delivery: deliveryWire.proto(delivery) };
+    },
+
+    async listAttempts(req) {
+      const { cursor, limit, ...bound } = check(
+        listAttemptsQuery,
+        plainOf(ListAttemptsRequestSchema, req, ["workspaceId", "id"]),
+        "query",
+      );
+      const sub = await found(req.workspaceId, id(req.id));
+      const filters = {
+        succeeded: bound.status === undefined ? undefined : bound.status === "succeeded",
+        event: bound.event,
+        from: instant(bound.from),
+        to: instant(bound.to),
+      };
+      const { rows, nextCursor } = await keysetPage<AttemptRecord>({
+        list: `attempts:${sub.id}`,
+        workspaceId: req.workspaceId,
+        filters: bound,
+        cursor,
+        limit,
+        defaultLimit: 100,
+        sortKey: (a) => a.at,
+        fetch: (take, after) => deps.attempts.list(sub.id, filters, take, after),
+      });
+      return { data: rows.map((a) => attemptWire.proto(a)), nextCursor };
+    },
+
+    async recoverDeliveries(req) {
+      const body = check(recoverBody, { since: req.since, until: req.until }, "body");
+      const sub = await foundActive(req.workspaceId, id(req.id));
+      const now = clock.now();
+      const until = body.until ? new Date(body.until) : now;
+      const done = await deps.resends.recover(sub.id, new Date(body.since), until, now, RECOVER_LIMIT);
+      return { queued: done.queued, notQueued: done.notQueued, nextSince: done.nextSince?.toISOString() };
     },
   };
 }

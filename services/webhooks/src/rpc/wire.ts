@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
-import { DeliverySchema, SubscriptionSchema } from "@funil/contracts";
+import { AttemptSchema, DeliverySchema, SubscriptionSchema } from "@funil/contracts";
 import { wireOf } from "@funil/rpc";
+import type { AttemptRecord } from "../store/attempts.js";
 import type { DeliveryRecord } from "../store/deliveries.js";
 import type { SubscriptionRecord } from "../subscriptions.js";
 
@@ -32,5 +33,19 @@ export const deliveryWire = wireOf(DeliverySchema, (d: DeliveryRecord) =>
     lastError: absent(d.lastError),
     lastAttemptAt: d.lastAttemptAt?.toISOString(),
     createdAt: d.createdAt.toISOString(),
+  }),
+);
+
+export const attemptWire = wireOf(AttemptSchema, (a: AttemptRecord) =>
+  create(AttemptSchema, {
+    id: a.id,
+    deliveryId: a.deliveryId,
+    event: a.event,
+    at: a.at.toISOString(),
+    status: a.succeeded ? "succeeded" : "failed",
+    responseStatus: absent(a.responseStatus),
+    durationMs: a.durationMs,
+    responseBody: absent(a.responseBody),
+    error: absent(a.error),
   }),
 );

@@ -2,13 +2,16 @@ import { naming } from "@funil/config";
 import { migrate, openDatabase, type Sql } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../server.js";
+import { attemptStore } from "./attempts.js";
 import { deliveryStore } from "./deliveries.js";
+import { resendStore } from "./resend.js";
 import { subscriptionStore } from "./subscriptions.js";
 
 /** The job leases on the real test database: one sender at a time works on a job (docs/api/webhooks.md §Retries). */
 const names = naming(`${process.env.FUNIL_TEST_ENV}_leases`);
 let sql: Sql;
 let store: ReturnType<typeof deliveryStore>;
+let resends: ReturnType<typeof resendStore>;
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
 
 beforeAll(async () => {
@@ -18,6 +21,7 @@ beforeAll(async () => {
   );
   await migrate(sql, migrations);
   store = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+  resends = resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
 });
 afterAll(async () => {
   await sql?.end({ timeout: 5 });
@@ -47,7 +51,7 @@ describe("job leases", () => {
 });
 
 describe("a subscription's deliveries", () => {
-  it("docs/api/webhooks.md §What a receiver gets: DELETE takes its deliveries with it, also those of fan-outs racing with it; none is left behind", async () => {
+  it("API §11: DELETE takes its deliveries with it, also those of fan-outs racing with it; none is left behind", async () => {
     const subscriptions = subscriptionStore(sql);
     const workspaceId = `ws_${Date.now()}`;
     const event = (i: number) => ({
@@ -78,6 +82,96 @@ describe("a subscription's deliveries", () => {
         select count(*)::int as left from deliveries where subscription_id = ${id}`;
       expect(row?.left).toBe(0);
     }
+  });
+});
+
+describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () => {
+  async function deadDeliveries(n: number) {
+    const workspaceId = `ws_r${Date.now()}${Math.random().toString(36).slice(2, 6)}`;
+    const sub = await subscriptionStore(sql).create(
+      workspaceId,
+      { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
+      "whsec_test",
+      at(0),
+    );
+    const events = Array.from({ length: n }, (_, i) => ({
+      id: `evt_${workspaceId}_${i}`,
+      type: "contact.created",
+      workspaceId,
+      occurredAt: at(1_000).toISOString(),
+      data: { id: `ct_${i}` },
+    }));
+    for (const [i, e] of events.entries()) await store.fanOut([e], at(2_000 + i));
+    await sql`update deliveries set status = 'dead', attempts = 6 where subscription_id = ${sub.id}`;
+    return sub.id;
+  }
+
+  it("recover is bounded per call: what it left is counted, and the next call from nextSince queues it, never twice", async () => {
+    const subscriptionId = await deadDeliveries(5);
+    const first = await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 2);
+    expect(first).toEqual({ queued: 2, notQueued: 3, nextSince: at(2_002) });
+    const second = await resends.recover(subscriptionId, first.nextSince!, at(60_000), at(70_000), 2);
+    expect(second).toEqual({ queued: 2, notQueued: 1, nextSince: at(2_004) });
+    // The same window again: the ones queued are pending, not queued a second time.
+    expect(await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toEqual({
+      queued: 1,
+      notQueued: 0,
+      nextSince: null,
+    });
+    const rows = await sql<{ status: string; attempts: number; retryFrom: number; queuedJob: string }[]>`
+      select status, attempts, retry_from, queued_job from deliveries where subscription_id = ${subscriptionId}`;
+    expect(rows.every((r) => r.status === "pending" && r.retryFrom === 6 && r.queuedJob)).toBe(true);
+    // Each call queued its deliveries under a job of its own.
+    const jobs = new Set(rows.map((r) => r.queuedJob));
+    expect(jobs.size).toBe(3);
+  });
+
+  it("a delivery given to a new job is not the old job's: readDue tells the sender which job owns it", async () => {
+    const subscriptionId = await deadDeliveries(1);
+    const [row] = await sql<
+      { id: string }[]
+    >`select id from deliveries where subscription_id = ${subscriptionId}`;
+    const id = row!.id;
+    const resent = await resends.resend(subscriptionId, id, at(80_000));
+    expect(resent).toMatchObject({ id, status: "pending", attempts: 6 });
+    const [due] = await store.readDue([id], at(80_000), 1_000);
+    expect(due).toMatchObject({ id, retryFrom: 6, queuedJob: expect.stringMatching(/^job_/) });
+    // Pending already: a second resend queues nothing.
+    expect(await resends.resend(subscriptionId, id, at(80_001))).toBe("pending");
+    // Not the subscription's: nothing.
+    expect(await resends.resend("wh_other", id, at(80_002))).toBeUndefined();
+  });
+
+  it("a subscription that is not active gets nothing queued", async () => {
+    const subscriptionId = await deadDeliveries(2);
+    await sql`update subscriptions set active = false where id = ${subscriptionId}`;
+    expect(await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toMatchObject({
+      queued: 0,
+    });
+  });
+});
+
+describe("the attempt log's retention (docs/api/webhooks.md §Attempt log)", () => {
+  it("the sweep deletes the attempts older than the retention, in batches, and keeps the others", async () => {
+    const subscriptionId = `wh_sweep${Date.now()}`;
+    const row = (i: number, at: Date) => ({
+      id: `att_${subscriptionId}_${i}`,
+      delivery_id: "dlv_x",
+      subscription_id: subscriptionId,
+      workspace_id: "ws_sweep",
+      event: "contact.created",
+      at,
+      succeeded: true,
+      duration_ms: 1,
+    });
+    const old = Array.from({ length: 5 }, (_, i) => row(i, at(-40 * 86_400_000 + i)));
+    const rows = [...old, row(9, at(0))];
+    await sql`insert into attempts ${sql(rows as [(typeof rows)[0], ...typeof rows])}`;
+    expect(await attemptStore(sql).sweep(at(-30 * 86_400_000), 2)).toBeGreaterThanOrEqual(5);
+    const left = await sql<
+      { id: string }[]
+    >`select id from attempts where subscription_id = ${subscriptionId}`;
+    expect(left.map((r) => r.id)).toEqual([`att_${subscriptionId}_9`]);
   });
 });
 

@@ -18,9 +18,14 @@ export interface DeliveryRecord {
 export interface DueDelivery {
   id: string;
   subscriptionId: string;
+  workspaceId: string;
   event: string;
   body: string;
   attempts: number;
+  /** The attempts made before the current series (a resend or a recover starts one). */
+  retryFrom: number;
+  /** The job that owns the delivery since a resend or a recover; null: its fan-out's. */
+  queuedJob: string | null;
   url: string;
   keyId: string;
   active: boolean;
@@ -63,52 +68,55 @@ const sampledFlag = (traceparent: string) => (Number.parseInt(traceparent.slice(
 /** Deliveries in one job at most: a job is worked on as a whole, acknowledged when all are done. */
 export const JOB_SIZE = 64;
 
-/**
- * `subject(subscriptionId)`: where a delivery's job is queued (WEBHOOK_DELIVERIES).
- * A job leaves through the outbox, in the transaction that creates its
- * deliveries: committed means queued, however the process ends after.
- */
-export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
-  /**
-   * The jobs of new deliveries: one per subscription (up to JOB_SIZE
-   * deliveries each), on the subscription's subject, so that a burst of
-   * events costs the bus a message per subscription rather than per delivery.
-   */
-  function jobsOf(
-    created: Array<{ id: string; subscriptionId: string; traceparent?: string | undefined }>,
-    now: Date,
-  ) {
-    const bySubscription = new Map<string, { subscriptionId: string; traceparent?: string; ids: string[] }>();
-    for (const d of created) {
-      const key = jobKey(d.subscriptionId, d.traceparent);
-      const group = bySubscription.get(key);
-      if (group) group.ids.push(d.id);
-      else
-        bySubscription.set(key, {
-          subscriptionId: d.subscriptionId,
-          traceparent: d.traceparent,
-          ids: [d.id],
-        });
-    }
-    const jobs: Array<{
-      id: string;
-      subject: string;
-      payload: { job: string; deliveryIds: string[] };
-      traceparent?: string | undefined;
-    }> = [];
-    for (const { subscriptionId, traceparent, ids } of bySubscription.values())
-      for (let i = 0; i < ids.length; i += JOB_SIZE) {
-        const job = newId("job", now.getTime());
-        jobs.push({
-          id: job,
-          subject: subject(subscriptionId),
-          payload: { job, deliveryIds: ids.slice(i, i + JOB_SIZE) },
-          traceparent,
-        });
-      }
-    return jobs;
-  }
+/** An attempt as the log keeps it: when its POST went out, how long it took, what came back. */
+export interface AttemptLog {
+  at: Date;
+  durationMs: number;
+  body?: string | undefined;
+}
 
+type Job = {
+  id: string;
+  subject: string;
+  payload: { job: string; deliveryIds: string[] };
+  traceparent?: string | undefined;
+};
+
+/**
+ * The jobs of new deliveries: one per subscription (up to JOB_SIZE
+ * deliveries each), on the subscription's subject, so that a burst of
+ * events costs the bus a message per subscription rather than per delivery.
+ * A sampled event's deliveries go in jobs of their own, carrying its trace
+ * (jobKey).
+ */
+export function jobsOf(
+  subject: (subscriptionId: string) => string,
+  created: Array<{ id: string; subscriptionId: string; traceparent?: string | undefined }>,
+  now: Date,
+): Job[] {
+  const bySubscription = new Map<string, { subscriptionId: string; traceparent?: string; ids: string[] }>();
+  for (const d of created) {
+    const key = jobKey(d.subscriptionId, d.traceparent);
+    const group = bySubscription.get(key);
+    if (group) group.ids.push(d.id);
+    else
+      bySubscription.set(key, { subscriptionId: d.subscriptionId, traceparent: d.traceparent, ids: [d.id] });
+  }
+  const jobs: Job[] = [];
+  for (const { subscriptionId, traceparent, ids } of bySubscription.values())
+    for (let i = 0; i < ids.length; i += JOB_SIZE) {
+      const job = newId("job", now.getTime());
+      jobs.push({
+        id: job,
+        subject: subject(subscriptionId),
+        payload: { job, deliveryIds: ids.slice(i, i + JOB_SIZE) },
+        traceparent,
+      });
+    }
+  return jobs;
+}
+
+export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
   /**
    * Every still-pending delivery of a subscription ends dead (breaker, scope
    * revoked). It reads the subscription's deliveries through deliveries_recent:
@@ -129,15 +137,26 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
    * delivery delivered, and its subscription's breaker clock cleared.
    */
   async function recordDelivered(
-    done: Array<{ delivery: DueDelivery; status: number; at: Date }>,
+    done: Array<{ delivery: DueDelivery; status: number; at: Date; attempt: AttemptLog }>,
   ): Promise<void> {
     if (done.length === 0) return;
     const now = new Date(Math.max(...done.map((d) => d.at.getTime())));
+    const log = done.map((d) => d.attempt);
     await sql`
       with healthy as (
         update subscriptions set failing_since = null, updated_at = ${now}
         where id = any(${[...new Set(done.map((d) => d.delivery.subscriptionId))]}::text[])
-          and failing_since is not null)
+          and failing_since is not null),
+      logged as (
+        insert into attempts (id, delivery_id, subscription_id, workspace_id, event, at, succeeded,
+          response_status, duration_ms, response_body)
+        select a.id, a.delivery_id, a.subscription_id, a.workspace_id, a.event, a.at, true, a.status, a.ms, a.body
+        from unnest(${log.map((l) => newId("att", l.at.getTime()))}::text[], ${done.map((d) => d.delivery.id)}::text[],
+          ${done.map((d) => d.delivery.subscriptionId)}::text[], ${done.map((d) => d.delivery.workspaceId)}::text[],
+          ${done.map((d) => d.delivery.event)}::text[], ${log.map((l) => l.at.toISOString())}::timestamptz[],
+          ${done.map((d) => d.status)}::int[], ${log.map((l) => l.durationMs)}::int[],
+          ${log.map((l) => l.body ?? null)}::text[])
+          as a(id, delivery_id, subscription_id, workspace_id, event, at, status, ms, body))
       update deliveries set status = 'delivered', attempts = a.attempts, response_status = a.status,
         last_error = null, last_attempt_at = a.at, next_attempt_at = null
       from unnest(${done.map((d) => d.delivery.id)}::text[], ${done.map((d) => d.delivery.attempts + 1)}::int[],
@@ -206,7 +225,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
             ${todo.map((e) => e.type)}::text[], ${todo.map(deliveryBody)}::text[])
             with ordinality as e(workspace_id, event_id, event, body, n) using (n)
           on conflict (subscription_id, event_id) do nothing`;
-        await writeMessage(tx, jobsOf(created, now));
+        await writeMessage(tx, jobsOf(subject, created, now));
         return inserted.count;
       });
     },
@@ -228,7 +247,8 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      */
     async readDue(ids: string[], now: Date, leaseMs: number): Promise<Array<DueDelivery | Outcome>> {
       const rows = await sql<(DueDelivery & { status: string; nextAttemptAt: Date | null })[]>`
-        select d.id, d.subscription_id, d.event, d.body, d.attempts, d.status, d.next_attempt_at, s.url, s.key_id,
+        select d.id, d.subscription_id, d.workspace_id, d.event, d.body, d.attempts, d.retry_from, d.queued_job, d.status,
+          d.next_attempt_at, s.url, s.key_id,
           s.active, s.secret, s.previous_secret, s.previous_secret_until
         from deliveries d join subscriptions s on s.id = d.subscription_id
         where d.id = any(${ids}::text[])`;
@@ -289,6 +309,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       result: AttemptResult,
       now: Date,
       decide: (failingSince: Date) => Next,
+      log: AttemptLog,
     ): Promise<Next> {
       const attempt = {
         attempts: delivery.attempts + 1,
@@ -297,10 +318,23 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         last_attempt_at: now,
       };
       if (result.ok) {
-        await recordDelivered([{ delivery, status: result.status ?? 200, at: now }]);
+        await recordDelivered([{ delivery, status: result.status ?? 200, at: now, attempt: log }]);
         return { status: "delivered" };
       }
       return sql.begin(async (tx) => {
+        await tx`insert into attempts ${tx({
+          id: newId("att", log.at.getTime()),
+          delivery_id: delivery.id,
+          subscription_id: delivery.subscriptionId,
+          workspace_id: delivery.workspaceId,
+          event: delivery.event,
+          at: log.at,
+          succeeded: false,
+          response_status: result.status ?? null,
+          duration_ms: log.durationMs,
+          response_body: log.body ?? null,
+          error: result.error ?? "failed",
+        })}`;
         const [sub] = await tx<{ failingSince: Date }[]>`
           update subscriptions set failing_since = coalesce(failing_since, ${now}),
             updated_at = case when failing_since is null then ${now} else updated_at end

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/webhooks/v1/webhooks.proto.
  */
 export const file_funil_webhooks_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("CiBmdW5pbC93ZWJob29rcy92MS93ZWJob29rcy5wcm90bxIRZnVuaWwud2ViaG9va3MudjEi+QEKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSDgoGZXZlbnRzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESDgoGYWN0aXZlGAUgASgIEhoKDWZhaWxpbmdfc2luY2UYBiABKAlIAYgBARIcCg9kaXNhYmxlZF9yZWFzb24YByABKAlIAogBARISCgpjcmVhdGVkX2F0GAggASgJEhIKCnVwZGF0ZWRfYXQYCSABKAlCDgoMX2Rlc2NyaXB0aW9uQhAKDl9mYWlsaW5nX3NpbmNlQhIKEF9kaXNhYmxlZF9yZWFzb24igAIKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgVldmVudBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAYgASgFSACIAQESFwoKbGFzdF9lcnJvchgHIAEoCUgBiAEBEhwKD2xhc3RfYXR0ZW1wdF9hdBgIIAEoCUgCiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0INCgtfbGFzdF9lcnJvckISChBfbGFzdF9hdHRlbXB0X2F0IpIBCg1XZWJob29rRmllbGRzEhAKA3VybBgBIAEoCUgAiAEBEg4KBmV2ZW50cxgCIAMoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhMKBmFjdGl2ZRgEIAEoCEgCiAEBEg0KBWNsZWFyGAUgAygJQgYKBF91cmxCDgoMX2Rlc2NyaXB0aW9uQgkKB19hY3RpdmUiKwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRQoUTGlzdFdlYmhvb2tzUmVzcG9uc2USLQoEZGF0YRgBIAMoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiI1ChFHZXRXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiSwoSR2V0V2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiJuChRDcmVhdGVXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEjAKBmZpZWxkcxgDIAEoCzIgLmZ1bmlsLndlYmhvb2tzLnYxLldlYmhvb2tGaWVsZHMiXgoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkiegoUVXBkYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIKCgJpZBgDIAEoCRIwCgZmaWVsZHMYBCABKAsyIC5mdW5pbC53ZWJob29rcy52MS5XZWJob29rRmllbGRzIk4KFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRI1CgxzdWJzY3JpcHRpb24YASABKAsyHy5mdW5pbC53ZWJob29rcy52MS5TdWJzY3JpcHRpb24iOAoURGVsZXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSI3ChNSb3RhdGVTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSImChRSb3RhdGVTZWNyZXRSZXNwb25zZRIOCgZzZWNyZXQYASABKAkiOQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJDChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEikKBGRhdGEYASADKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeTLPBQoOV2ViaG9va1NlcnZpY2USZAoMTGlzdFdlYmhvb2tzEiYuZnVuaWwud2ViaG9va3MudjEuTGlzdFdlYmhvb2tzUmVxdWVzdBonLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RXZWJob29rc1Jlc3BvbnNlIgOQAgESXgoKR2V0V2ViaG9vaxIkLmZ1bmlsLndlYmhvb2tzLnYxLkdldFdlYmhvb2tSZXF1ZXN0GiUuZnVuaWwud2ViaG9va3MudjEuR2V0V2ViaG9va1Jlc3BvbnNlIgOQAgESYgoNQ3JlYXRlV2ViaG9vaxInLmZ1bmlsLndlYmhvb2tzLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0GiguZnVuaWwud2ViaG9va3MudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEmIKDVVwZGF0ZVdlYmhvb2sSJy5mdW5pbC53ZWJob29rcy52MS5VcGRhdGVXZWJob29rUmVxdWVzdBooLmZ1bmlsLndlYmhvb2tzLnYxLlVwZGF0ZVdlYmhvb2tSZXNwb25zZRJiCg1EZWxldGVXZWJob29rEicuZnVuaWwud2ViaG9va3MudjEuRGVsZXRlV2ViaG9va1JlcXVlc3QaKC5mdW5pbC53ZWJob29rcy52MS5EZWxldGVXZWJob29rUmVzcG9uc2USXwoMUm90YXRlU2VjcmV0EiYuZnVuaWwud2ViaG9va3MudjEuUm90YXRlU2VjcmV0UmVxdWVzdBonLmZ1bmlsLndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlc3BvbnNlEmoKDkxpc3REZWxpdmVyaWVzEiguZnVuaWwud2ViaG9va3MudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GikuZnVuaWwud2ViaG9va3MudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZSIDkAIBYgZwcm90bzM");
+  fileDesc("CiBmdW5pbC93ZWJob29rcy92MS93ZWJob29rcy5wcm90bxIRZnVuaWwud2ViaG9va3MudjEi+QEKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSDgoGZXZlbnRzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESDgoGYWN0aXZlGAUgASgIEhoKDWZhaWxpbmdfc2luY2UYBiABKAlIAYgBARIcCg9kaXNhYmxlZF9yZWFzb24YByABKAlIAogBARISCgpjcmVhdGVkX2F0GAggASgJEhIKCnVwZGF0ZWRfYXQYCSABKAlCDgoMX2Rlc2NyaXB0aW9uQhAKDl9mYWlsaW5nX3NpbmNlQhIKEF9kaXNhYmxlZF9yZWFzb24igAIKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgVldmVudBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAYgASgFSACIAQESFwoKbGFzdF9lcnJvchgHIAEoCUgBiAEBEhwKD2xhc3RfYXR0ZW1wdF9hdBgIIAEoCUgCiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0INCgtfbGFzdF9lcnJvckISChBfbGFzdF9hdHRlbXB0X2F0IpIBCg1XZWJob29rRmllbGRzEhAKA3VybBgBIAEoCUgAiAEBEg4KBmV2ZW50cxgCIAMoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhMKBmFjdGl2ZRgEIAEoCEgCiAEBEg0KBWNsZWFyGAUgAygJQgYKBF91cmxCDgoMX2Rlc2NyaXB0aW9uQgkKB19hY3RpdmUiKwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRQoUTGlzdFdlYmhvb2tzUmVzcG9uc2USLQoEZGF0YRgBIAMoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiI1ChFHZXRXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiSwoSR2V0V2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiJuChRDcmVhdGVXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJEjAKBmZpZWxkcxgDIAEoCzIgLmZ1bmlsLndlYmhvb2tzLnYxLldlYmhvb2tGaWVsZHMiXgoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkiegoUVXBkYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIKCgJpZBgDIAEoCRIwCgZmaWVsZHMYBCABKAsyIC5mdW5pbC53ZWJob29rcy52MS5XZWJob29rRmllbGRzIk4KFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRI1CgxzdWJzY3JpcHRpb24YASABKAsyHy5mdW5pbC53ZWJob29rcy52MS5TdWJzY3JpcHRpb24iOAoURGVsZXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSI3ChNSb3RhdGVTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSImChRSb3RhdGVTZWNyZXRSZXNwb25zZRIOCgZzZWNyZXQYASABKAkiOQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJDChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEikKBGRhdGEYASADKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeSJOChVSZXNlbmREZWxpdmVyeVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIkcKFlJlc2VuZERlbGl2ZXJ5UmVzcG9uc2USLQoIZGVsaXZlcnkYASABKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeSJpChhSZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg0KBXNpbmNlGAMgASgJEhIKBXVudGlsGAQgASgJSACIAQFCCAoGX3VudGlsImcKGVJlY292ZXJEZWxpdmVyaWVzUmVzcG9uc2USDgoGcXVldWVkGAEgASgFEhIKCm5vdF9xdWV1ZWQYAiABKAUSFwoKbmV4dF9zaW5jZRgDIAEoCUgAiAEBQg0KC19uZXh0X3NpbmNlIugBCgdBdHRlbXB0EgoKAmlkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgoKAmF0GAQgASgJEg4KBnN0YXR1cxgFIAEoCRIcCg9yZXNwb25zZV9zdGF0dXMYBiABKAVIAIgBARITCgtkdXJhdGlvbl9tcxgHIAEoBRIaCg1yZXNwb25zZV9ib2R5GAggASgJSAGIAQESEgoFZXJyb3IYCSABKAlIAogBAUISChBfcmVzcG9uc2Vfc3RhdHVzQhAKDl9yZXNwb25zZV9ib2R5QggKBl9lcnJvciLYAQoTTGlzdEF0dGVtcHRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSEwoGc3RhdHVzGAMgASgJSACIAQESEgoFZXZlbnQYBCABKAlIAYgBARIRCgRmcm9tGAUgASgJSAKIAQESDwoCdG8YBiABKAlIA4gBARITCgZjdXJzb3IYByABKAlIBIgBARINCgVsaW1pdBgIIAEoBUIJCgdfc3RhdHVzQggKBl9ldmVudEIHCgVfZnJvbUIFCgNfdG9CCQoHX2N1cnNvciJqChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhouZnVuaWwud2ViaG9va3MudjEuQXR0ZW1wdBIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvcjKMCAoOV2ViaG9va1NlcnZpY2USZAoMTGlzdFdlYmhvb2tzEiYuZnVuaWwud2ViaG9va3MudjEuTGlzdFdlYmhvb2tzUmVxdWVzdBonLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RXZWJob29rc1Jlc3BvbnNlIgOQAgESXgoKR2V0V2ViaG9vaxIkLmZ1bmlsLndlYmhvb2tzLnYxLkdldFdlYmhvb2tSZXF1ZXN0GiUuZnVuaWwud2ViaG9va3MudjEuR2V0V2ViaG9va1Jlc3BvbnNlIgOQAgESYgoNQ3JlYXRlV2ViaG9vaxInLmZ1bmlsLndlYmhvb2tzLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0GiguZnVuaWwud2ViaG9va3MudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEmIKDVVwZGF0ZVdlYmhvb2sSJy5mdW5pbC53ZWJob29rcy52MS5VcGRhdGVXZWJob29rUmVxdWVzdBooLmZ1bmlsLndlYmhvb2tzLnYxLlVwZGF0ZVdlYmhvb2tSZXNwb25zZRJiCg1EZWxldGVXZWJob29rEicuZnVuaWwud2ViaG9va3MudjEuRGVsZXRlV2ViaG9va1JlcXVlc3QaKC5mdW5pbC53ZWJob29rcy52MS5EZWxldGVXZWJob29rUmVzcG9uc2USXwoMUm90YXRlU2VjcmV0EiYuZnVuaWwud2ViaG9va3MudjEuUm90YXRlU2VjcmV0UmVxdWVzdBonLmZ1bmlsLndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlc3BvbnNlEmoKDkxpc3REZWxpdmVyaWVzEiguZnVuaWwud2ViaG9va3MudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GikuZnVuaWwud2ViaG9va3MudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZSIDkAIBEmUKDlJlc2VuZERlbGl2ZXJ5EiguZnVuaWwud2ViaG9va3MudjEuUmVzZW5kRGVsaXZlcnlSZXF1ZXN0GikuZnVuaWwud2ViaG9va3MudjEuUmVzZW5kRGVsaXZlcnlSZXNwb25zZRJuChFSZWNvdmVyRGVsaXZlcmllcxIrLmZ1bmlsLndlYmhvb2tzLnYxLlJlY292ZXJEZWxpdmVyaWVzUmVxdWVzdBosLmZ1bmlsLndlYmhvb2tzLnYxLlJlY292ZXJEZWxpdmVyaWVzUmVzcG9uc2USZAoMTGlzdEF0dGVtcHRzEiYuZnVuaWwud2ViaG9va3MudjEuTGlzdEF0dGVtcHRzUmVxdWVzdBonLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RBdHRlbXB0c1Jlc3BvbnNlIgOQAgFiBnByb3RvMw");
 
 /**
  * @generated from message funil.webhooks.v1.Subscription
@@ -459,6 +459,262 @@ export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = 
   messageDesc(file_funil_webhooks_v1_webhooks, 16);
 
 /**
+ * @generated from message funil.webhooks.v1.ResendDeliveryRequest
+ */
+export type ResendDeliveryRequest = Message<"funil.webhooks.v1.ResendDeliveryRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * The subscription's id and its delivery's.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string delivery_id = 3;
+   */
+  deliveryId: string;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.ResendDeliveryRequest.
+ * Use `create(ResendDeliveryRequestSchema)` to create a new message.
+ */
+export const ResendDeliveryRequestSchema: GenMessage<ResendDeliveryRequest> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 17);
+
+/**
+ * @generated from message funil.webhooks.v1.ResendDeliveryResponse
+ */
+export type ResendDeliveryResponse = Message<"funil.webhooks.v1.ResendDeliveryResponse"> & {
+  /**
+   * @generated from field: funil.webhooks.v1.Delivery delivery = 1;
+   */
+  delivery?: Delivery | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.ResendDeliveryResponse.
+ * Use `create(ResendDeliveryResponseSchema)` to create a new message.
+ */
+export const ResendDeliveryResponseSchema: GenMessage<ResendDeliveryResponse> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 18);
+
+/**
+ * @generated from message funil.webhooks.v1.RecoverDeliveriesRequest
+ */
+export type RecoverDeliveriesRequest = Message<"funil.webhooks.v1.RecoverDeliveriesRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * RFC 3339 timestamps; until is now when unset.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * @generated from field: optional string until = 4;
+   */
+  until?: string | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.RecoverDeliveriesRequest.
+ * Use `create(RecoverDeliveriesRequestSchema)` to create a new message.
+ */
+export const RecoverDeliveriesRequestSchema: GenMessage<RecoverDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 19);
+
+/**
+ * @generated from message funil.webhooks.v1.RecoverDeliveriesResponse
+ */
+export type RecoverDeliveriesResponse = Message<"funil.webhooks.v1.RecoverDeliveriesResponse"> & {
+  /**
+   * Dead deliveries of the window put back to pending, each with a new series of attempts.
+   *
+   * @generated from field: int32 queued = 1;
+   */
+  queued: number;
+
+  /**
+   * Dead deliveries of the window left for another call (over the bound of one call).
+   *
+   * @generated from field: int32 not_queued = 2;
+   */
+  notQueued: number;
+
+  /**
+   * Where that call starts (since): the creation time of the first delivery not queued.
+   *
+   * @generated from field: optional string next_since = 3;
+   */
+  nextSince?: string | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.RecoverDeliveriesResponse.
+ * Use `create(RecoverDeliveriesResponseSchema)` to create a new message.
+ */
+export const RecoverDeliveriesResponseSchema: GenMessage<RecoverDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 20);
+
+/**
+ * One attempt of a delivery, as the attempt log keeps it.
+ *
+ * @generated from message funil.webhooks.v1.Attempt
+ */
+export type Attempt = Message<"funil.webhooks.v1.Attempt"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string delivery_id = 2;
+   */
+  deliveryId: string;
+
+  /**
+   * @generated from field: string event = 3;
+   */
+  event: string;
+
+  /**
+   * When its POST went out.
+   *
+   * @generated from field: string at = 4;
+   */
+  at: string;
+
+  /**
+   * succeeded (a 2xx) or failed.
+   *
+   * @generated from field: string status = 5;
+   */
+  status: string;
+
+  /**
+   * @generated from field: optional int32 response_status = 6;
+   */
+  responseStatus?: number | undefined;
+
+  /**
+   * @generated from field: int32 duration_ms = 7;
+   */
+  durationMs: number;
+
+  /**
+   * The first 1 KB of the receiver's answer that came with its status.
+   *
+   * @generated from field: optional string response_body = 8;
+   */
+  responseBody?: string | undefined;
+
+  /**
+   * Why it failed when no answer came (timeout, refused, reset…), or the status judged.
+   *
+   * @generated from field: optional string error = 9;
+   */
+  error?: string | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.Attempt.
+ * Use `create(AttemptSchema)` to create a new message.
+ */
+export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 21);
+
+/**
+ * @generated from message funil.webhooks.v1.ListAttemptsRequest
+ */
+export type ListAttemptsRequest = Message<"funil.webhooks.v1.ListAttemptsRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: optional string status = 3;
+   */
+  status?: string | undefined;
+
+  /**
+   * @generated from field: optional string event = 4;
+   */
+  event?: string | undefined;
+
+  /**
+   * Attempts at or after from, and before to (RFC 3339).
+   *
+   * @generated from field: optional string from = 5;
+   */
+  from?: string | undefined;
+
+  /**
+   * @generated from field: optional string to = 6;
+   */
+  to?: string | undefined;
+
+  /**
+   * @generated from field: optional string cursor = 7;
+   */
+  cursor?: string | undefined;
+
+  /**
+   * @generated from field: int32 limit = 8;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.ListAttemptsRequest.
+ * Use `create(ListAttemptsRequestSchema)` to create a new message.
+ */
+export const ListAttemptsRequestSchema: GenMessage<ListAttemptsRequest> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 22);
+
+/**
+ * @generated from message funil.webhooks.v1.ListAttemptsResponse
+ */
+export type ListAttemptsResponse = Message<"funil.webhooks.v1.ListAttemptsResponse"> & {
+  /**
+   * @generated from field: repeated funil.webhooks.v1.Attempt data = 1;
+   */
+  data: Attempt[];
+
+  /**
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.ListAttemptsResponse.
+ * Use `create(ListAttemptsResponseSchema)` to create a new message.
+ */
+export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 23);
+
+/**
  * Webhook subscriptions of a workspace and their deliveries (SPEC.md §2, API.md §11).
  *
  * @generated from service funil.webhooks.v1.WebhookService
@@ -519,6 +775,36 @@ export const WebhookService: GenService<{
     methodKind: "unary";
     input: typeof ListDeliveriesRequestSchema;
     output: typeof ListDeliveriesResponseSchema;
+  },
+  /**
+   * A new series of attempts of one delivery that is not pending: the same event id and body, signed afresh.
+   *
+   * @generated from rpc funil.webhooks.v1.WebhookService.ResendDelivery
+   */
+  resendDelivery: {
+    methodKind: "unary";
+    input: typeof ResendDeliveryRequestSchema;
+    output: typeof ResendDeliveryResponseSchema;
+  },
+  /**
+   * A new series of attempts of every dead delivery created within [since, until), up to a bound per call.
+   *
+   * @generated from rpc funil.webhooks.v1.WebhookService.RecoverDeliveries
+   */
+  recoverDeliveries: {
+    methodKind: "unary";
+    input: typeof RecoverDeliveriesRequestSchema;
+    output: typeof RecoverDeliveriesResponseSchema;
+  },
+  /**
+   * The attempt log of a subscription, newest first, keyset-paged.
+   *
+   * @generated from rpc funil.webhooks.v1.WebhookService.ListAttempts
+   */
+  listAttempts: {
+    methodKind: "unary";
+    input: typeof ListAttemptsRequestSchema;
+    output: typeof ListAttemptsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_funil_webhooks_v1_webhooks, 0);

@@ -1,0 +1,117 @@
+import { AttemptSchema, DeliverySchema } from "@funil/contracts";
+import { toApiJson } from "@funil/rpc";
+import { deliveryParams, idParam, listAttemptsQuery, recoverBody, z } from "@funil/schemas";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import type { GatewayContext } from "../../context.js";
+import { EVENT_CATALOG } from "../../events/catalog.js";
+import { errorResponses } from "../../schemas/common.js";
+import { delivery, eventType, page, webhookAttempt, webhookRecovered } from "../../schemas/responses.js";
+
+// As every webhooks route (webhooks.ts): webhooks.manage; the service checks the rest.
+const config = { scopes: ["webhooks.manage"] };
+const errors = errorResponses(400, 401, 403, 404);
+// Resend and recover: 409 when the subscription is not active, or the delivery is pending already.
+const resendErrors = errorResponses(400, 401, 403, 404, 409);
+const tags = ["webhooks"];
+
+/**
+ * What a subscription's owner does with its deliveries (docs/api/webhooks.md): the event catalog,
+ * resend, recover and the attempt log.
+ */
+export const webhookDeliveryRoutes =
+  (ctx: GatewayContext): FastifyPluginAsyncZod =>
+  async (app) => {
+    const api = () => ctx.webhooks.webhooks;
+
+    app.get(
+      "/webhooks/event-types",
+      {
+        config,
+        schema: {
+          tags,
+          summary:
+            "The event catalog: every subscribable event, when it is emitted, the read scope it needs and the JSON Schema of a delivery's body",
+          querystring: z.strictObject({}),
+          response: { 200: page(eventType), ...errorResponses(400, 401, 403) },
+        },
+      },
+      async () => ({ data: EVENT_CATALOG, nextCursor: null }),
+    );
+
+    app.post(
+      "/webhooks/:id/deliveries/:deliveryId/resend",
+      {
+        config,
+        schema: {
+          tags,
+          summary:
+            "Send a delivery that is not pending again: a new series of attempts of the same event id and body, signed afresh (409 while it is pending or the subscription is not active)",
+          params: deliveryParams,
+          response: { 202: delivery, ...resendErrors },
+        },
+      },
+      async (req, reply) => {
+        const res = await api().resendDelivery({
+          workspaceId: req.caller.workspaceId,
+          id: req.params.id,
+          deliveryId: req.params.deliveryId,
+        });
+        return reply.code(202).send(toApiJson(DeliverySchema, res.delivery!));
+      },
+    );
+
+    app.post(
+      "/webhooks/:id/recover",
+      {
+        config,
+        schema: {
+          tags,
+          summary:
+            "Send again every dead delivery created within [since, until) (until: now), oldest first, 10 000 per call; pending ones are left as they are (409 when the subscription is not active)",
+          params: idParam,
+          body: recoverBody,
+          response: { 202: webhookRecovered, ...resendErrors },
+        },
+      },
+      async (req, reply) => {
+        const res = await api().recoverDeliveries({
+          workspaceId: req.caller.workspaceId,
+          id: req.params.id,
+          since: req.body.since,
+          until: req.body.until,
+        });
+        return reply
+          .code(202)
+          .send({ queued: res.queued, notQueued: res.notQueued, nextSince: res.nextSince ?? null });
+      },
+    );
+
+    app.get(
+      "/webhooks/:id/attempts",
+      {
+        config,
+        schema: {
+          tags,
+          summary: "The attempt log of a subscription (keyset: at desc, id desc)",
+          description:
+            "Every attempt of every delivery, newest first, kept WEBHOOK_ATTEMPT_RETENTION_DAYS (30 by default): " +
+            "when its POST went out, succeeded or failed, the receiver's status, how long it took, the first 1 KB " +
+            "of the answer that came with the status, and the error when no answer came. from is inclusive, to exclusive.",
+          params: idParam,
+          querystring: listAttemptsQuery,
+          response: { 200: page(webhookAttempt), ...errors },
+        },
+      },
+      async (req) => {
+        const res = await api().listAttempts({
+          workspaceId: req.caller.workspaceId,
+          id: req.params.id,
+          ...req.query,
+        });
+        return {
+          data: res.data.map((a) => toApiJson(AttemptSchema, a)),
+          nextCursor: res.nextCursor ?? null,
+        };
+      },
+    );
+  };

@@ -1,0 +1,68 @@
+import type { Sql } from "@funil/db";
+
+/** A line of the attempt log as the API shows it. */
+export interface AttemptRecord {
+  id: string;
+  deliveryId: string;
+  event: string;
+  at: Date;
+  succeeded: boolean;
+  responseStatus: number | null;
+  durationMs: number;
+  responseBody: string | null;
+  error: string | null;
+}
+
+export interface AttemptFilters {
+  succeeded?: boolean | undefined;
+  event?: string | undefined;
+  from?: Date | undefined;
+  to?: Date | undefined;
+}
+
+/**
+ * The attempt log's reads and its retention (docs/api/webhooks.md §Attempt
+ * log). Its rows are written with each attempt's outcome (deliveries.ts).
+ */
+export function attemptStore(sql: Sql) {
+  return {
+    /**
+     * The attempt log of a subscription, newest first (at desc, id desc),
+     * `take` rows after the keyset position `after`.
+     */
+    async list(
+      subscriptionId: string,
+      f: AttemptFilters,
+      take: number,
+      after: [Date, string] | undefined,
+    ): Promise<AttemptRecord[]> {
+      return sql<AttemptRecord[]>`
+        select id, delivery_id, event, at, succeeded, response_status, duration_ms, response_body, error
+        from attempts
+        where subscription_id = ${subscriptionId}
+          ${f.succeeded === undefined ? sql`` : sql`and succeeded = ${f.succeeded}`}
+          ${f.event === undefined ? sql`` : sql`and event = ${f.event}`}
+          ${f.from === undefined ? sql`` : sql`and at >= ${f.from}`}
+          ${f.to === undefined ? sql`` : sql`and at < ${f.to}`}
+          ${after ? sql`and (at, id) < (${after[0]}, ${after[1]})` : sql``}
+        order by at desc, id desc limit ${take}`;
+    },
+
+    /**
+     * The attempt log's retention (docs/api/webhooks.md §Attempt log): rows
+     * older than `before` go, `batch` at a time so no statement holds many
+     * locks for long. Answers how many went.
+     */
+    async sweep(before: Date, batch = 10_000): Promise<number> {
+      let gone = 0;
+      for (;;) {
+        const rows = await sql`
+          delete from attempts where id = any(array(
+            select id from attempts where at < ${before} limit ${batch}))`;
+        gone += rows.count;
+        if (rows.count < batch) return gone;
+      }
+    },
+  };
+}
+export type AttemptStore = ReturnType<typeof attemptStore>;
