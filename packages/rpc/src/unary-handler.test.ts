@@ -6,6 +6,7 @@ import {
   BatchService,
   ContactSchema,
   ContactService,
+  Health,
   GetContactRequestSchema,
   GetContactResponseSchema,
 } from "@funil/contracts";
@@ -114,6 +115,15 @@ describe("lean Connect unary path (issue 7: per-call allocations)", () => {
       .getContact({ workspaceId: "ws", id: "x" })
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: Code.Unavailable });
+  });
+
+  it("the services' client is unary only: a streaming method fails Unimplemented at once, no second transport is built for it", async () => {
+    // Nothing listens there: the call never leaves the process.
+    const health = rpcClient(Health, "http://127.0.0.1:1");
+    const watch = async () => {
+      for await (const _ of health.watch({ service: "" })) return "answered";
+    };
+    await expect(watch()).rejects.toMatchObject({ code: Code.Unimplemented, rawMessage: /unary only/ });
   });
 });
 

@@ -19,7 +19,6 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { type AddressPool, addressPool, type Lookup, type Member, parseBaseUrls } from "./balancer.js";
 import { BATCH_PATH, decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
 import { CHANNEL_PATH, FrameReader, nextFrameId, requestFrame } from "./channel.js";
@@ -32,18 +31,14 @@ import { headerObject, toHeaders } from "./headers.js";
  * DOMException of aborting one when the call ends, WHATWG Headers for both directions, async iterables
  * for a one-message body and a deadline timer linked through abort events: measured in bench/, that was
  * a fifth of the gateway's CPU per read. Here a call costs one stream and one timer; Headers objects are
- * made only when an interceptor or an error reads them. Streaming methods (none yet) go through
- * connect-node's own transport. The calls are spread over the copies of the service (balanced()).
+ * made only when an interceptor or an error reads them. The calls are spread over the copies of the
+ * service (balanced()). Unary only: no method the services' clients call streams (grpc.health.v1's
+ * Watch is for other clients), so a streaming call fails Unimplemented instead of costing every client
+ * a second transport.
  */
 export function createUnaryTransport(opts: TransportOptions): Transport {
   const urls = parseBaseUrls(opts.baseUrl);
   const exchange = balanced(urls, opts);
-  // Streaming methods (none yet) go to the first base URL, unbalanced.
-  const streaming = createConnectTransport({
-    baseUrl: urls[0]!.href,
-    httpVersion: "2",
-    useBinaryFormat: true,
-  });
   const origin = urls[0]!.href.replace(/\/$/, "");
 
   return {
@@ -107,7 +102,13 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
       );
       return (await run(req)) as UnaryResponse<I, O>;
     },
-    stream: (...args) => streaming.stream(...args),
+    stream: (method) =>
+      Promise.reject(
+        new ConnectError(
+          `${method.parent.typeName}/${method.name} streams: this transport is unary only`,
+          Code.Unimplemented,
+        ),
+      ),
   };
 }
 
@@ -740,7 +741,9 @@ function sessionPool(
       const drop = () => {
         if (current === s) current = undefined;
       };
-      s.on("connect", events.connected);
+      // Up once the peer speaks HTTP/2 (its SETTINGS), not when TCP connects: a frozen process
+      // still accepts connections.
+      s.once("remoteSettings", events.connected);
       s.on("error", () => {
         drop();
         events.broken();
