@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { answerFrame, FrameReader, MAX_FRAME, nextFrameId, requestFrame } from "./channel.js";
+import { answerFrame, FrameReader, nextFrameId, requestFrame } from "./channel.js";
 
 describe("batch channel frames (issue 7: the batches of a connection on one stream)", () => {
   it("reads back every frame written, whatever the chunk boundaries", () => {
@@ -22,7 +22,7 @@ describe("batch channel frames (issue 7: the batches of a connection on one stre
           const bytes = Buffer.concat(
             frames.map((f) => (answers ? answerFrame(f.id, f.status, f.body) : requestFrame(f.id, f.body))),
           );
-          const reader = new FrameReader(answers);
+          const reader = new FrameReader(answers, 300);
           const read = [];
           let at = 0;
           for (let i = 0; at < bytes.length; i++) {
@@ -38,11 +38,15 @@ describe("batch channel frames (issue 7: the batches of a connection on one stre
     );
   });
 
-  it("refuses a frame longer than the limit from its header, before its body comes", () => {
+  it("RPC_MAX_MESSAGE_BYTES: a frame longer than the limit is named from its header, before its body comes; the frames before it are read, nothing after", () => {
+    const reader = new FrameReader(false, 100);
     const head = Buffer.alloc(8);
-    head.writeUInt32BE(1, 0);
-    head.writeUInt32BE(MAX_FRAME + 1, 4);
-    expect(() => new FrameReader(false).push(head)).toThrow(/over the limit/);
+    head.writeUInt32BE(7, 0);
+    head.writeUInt32BE(101, 4);
+    const frames = reader.push(Buffer.concat([requestFrame(6, Buffer.alloc(100)), head]));
+    expect(frames.map((f) => f.id)).toEqual([6]);
+    expect(reader.oversized).toEqual({ id: 7, length: 101 });
+    expect(reader.push(requestFrame(8, Buffer.alloc(1)))).toEqual([]);
   });
 
   it("frame ids wrap from 2^32 - 1 to 1, never 0", () => {

@@ -13,9 +13,6 @@
  */
 export const CHANNEL_PATH = "/funil.rpc.v1.BatchService/Channel";
 
-/** The largest frame either end accepts (a batch of 256 list pages fits many times over). */
-export const MAX_FRAME = 256 * 1024 * 1024;
-
 export interface Frame {
   id: number;
   /** 200 for a request frame. */
@@ -40,18 +37,28 @@ export function answerFrame(id: number, status: number, body: Uint8Array): Buffe
   return frame;
 }
 
-/** Cuts the frames out of a stream's chunks, whatever their boundaries (a frame's chunks are joined once). */
+/**
+ * Cuts the frames out of a stream's chunks, whatever their boundaries (a frame's chunks are joined once).
+ * A frame whose header announces a body longer than `max` is not read: the reader stops there and
+ * `oversized` names it, so that its sender may be answered without its body ever being held.
+ */
 export class FrameReader {
   private pending: Buffer[] = [];
   private size = 0;
   /** The length of the frame being read (header included), once its header is in. */
   private needed = 0;
+  /** The first frame over the limit; nothing from it on is read. */
+  oversized: { id: number; length: number } | undefined;
 
   /** `answers`: frames with a status (the client's side) or without (the server's). */
-  constructor(private readonly answers: boolean) {}
+  constructor(
+    private readonly answers: boolean,
+    private readonly max: number,
+  ) {}
 
-  /** Adds a chunk and returns the frames it completes; throws on a frame longer than MAX_FRAME. */
+  /** Adds a chunk and returns the frames it completes, up to the first one over the limit. */
   push(chunk: Buffer): Frame[] {
+    if (this.oversized) return [];
     this.pending.push(chunk);
     this.size += chunk.length;
     const head = this.answers ? 10 : 8;
@@ -60,7 +67,12 @@ export class FrameReader {
       if (this.needed === 0) {
         if (this.pending[0]!.length < head) this.pending = [Buffer.concat(this.pending, this.size)];
         const length = this.pending[0]!.readUInt32BE(this.answers ? 6 : 4);
-        if (length > MAX_FRAME) throw new Error(`a channel frame of ${length} bytes is over the limit`);
+        if (length > this.max) {
+          this.oversized = { id: this.pending[0]!.readUInt32BE(0), length };
+          this.pending = [];
+          this.size = 0;
+          break;
+        }
         this.needed = head + length;
       }
       if (this.size < this.needed) break;

@@ -22,6 +22,7 @@ import { startTracing, stopTracing } from "@funil/telemetry";
 import { useCursorKeys } from "./cursor.js";
 import { causeOf } from "./errors.js";
 import type { HealthSources } from "./health.js";
+import { startMetricsServer } from "./metrics.js";
 import { startRpcServer } from "./server.js";
 
 /** What every service gets from the shared startup, to wire its own rooms with. */
@@ -50,6 +51,9 @@ export interface ServiceConfig {
   HOST: string;
   CURSOR_KEYS?: string[] | undefined;
   RPC_MAX_CONNECTION_AGE_MS?: number;
+  RPC_MAX_MESSAGE_BYTES?: number;
+  /** Where GET /metrics answers (plain HTTP/1.1); unset: nowhere. */
+  METRICS_PORT?: number | undefined;
 }
 
 export interface Wired {
@@ -75,7 +79,69 @@ export interface Wired {
  * handlers on top, and its Connect server listens. stop() undoes it all in
  * reverse, letting calls in flight finish.
  */
-export async function startService(opts: {
+export async function startService(opts: ServiceStart) {
+  const { name, config, clock } = opts;
+  // First: the clients and the server built below trace only when it is on.
+  await startTracing(name);
+  const log = createLogger(name, config.LOG_LEVEL);
+  useCursorKeys(config.CURSOR_KEYS, (message) => log.warn(message));
+  const names = naming(config.FUNIL_ENV);
+  const { sql, relaySql, nc } = await connectStores(opts, names);
+  const infra: Infra = {
+    config,
+    clock,
+    log,
+    names,
+    sql,
+    nc,
+    emit: async (tx, event) => {
+      await writeEvent(tx, (type) => names.subject(`events.${type}`), event);
+    },
+  };
+  const wired = await opts.wire(infra);
+  const { idempotencyCleanup, relay, bus } = startChores(infra, relaySql);
+  const server = await startRpcServer({
+    port: opts.port,
+    host: config.HOST,
+    log,
+    routes: wired.routes,
+    maxConnectionAgeMs: config.RPC_MAX_CONNECTION_AGE_MS,
+    maxMessageBytes: config.RPC_MAX_MESSAGE_BYTES,
+    health: { service: name, sql, bus, relay, consumers: wired.consumers, dependencies: wired.dependencies },
+  });
+  const metrics =
+    config.METRICS_PORT === undefined
+      ? undefined
+      : await startMetricsServer({ name, port: config.METRICS_PORT, host: config.HOST });
+  log.info({ port: server.port, metricsPort: metrics?.port }, `${name} listening`);
+
+  return {
+    port: server.port,
+    metricsPort: metrics?.port,
+    sql,
+    nc,
+    relay,
+    log,
+    /**
+     * The server reports not serving and answers every call it has read while the consumers stop pulling
+     * and finish or hand back what they hold; then the outbox relay publishes what those last writes
+     * left, and the bus and the database close.
+     */
+    async stop() {
+      await Promise.all([server.close(), wired.stop?.()]);
+      await wired.release?.();
+      await metrics?.close();
+      idempotencyCleanup.stop();
+      await relay.stop();
+      await nc.drain();
+      await Promise.all([sql.end({ timeout: 5 }), relaySql.end({ timeout: 5 })]);
+      await stopTracing();
+    },
+  };
+}
+
+/** How a service starts: its name, settings and migrations, and how its rooms are wired. */
+interface ServiceStart {
   name: string;
   config: ServiceConfig;
   port: number;
@@ -84,13 +150,11 @@ export async function startService(opts: {
   /** Plan every statement afresh (openDatabase's customPlans). */
   customPlans?: boolean;
   wire: (infra: Infra) => Wired | Promise<Wired>;
-}) {
-  const { name, config, clock } = opts;
-  // First: the clients and the server built below trace only when it is on.
-  await startTracing(name);
-  const log = createLogger(name, config.LOG_LEVEL);
-  useCursorKeys(config.CURSOR_KEYS, (message) => log.warn(message));
-  const names = naming(config.FUNIL_ENV);
+}
+
+/** The service's database, created and migrated, the outbox relay's own pool, and the bus with its streams. */
+async function connectStores(opts: ServiceStart, names: Naming) {
+  const { name, config } = opts;
   const sql = await openDatabase(config.DATABASE_URL, names.database(name), {
     max: config.DATABASE_POOL_MAX,
     idleTimeoutS: config.DATABASE_IDLE_TIMEOUT_S,
@@ -105,20 +169,13 @@ export async function startService(opts: {
   });
   const nc = await connectBus(config.NATS_URL, name);
   await ensureStreams(nc, names, undefined, { replicas: config.NATS_STREAM_REPLICAS });
+  return { sql, relaySql, nc };
+}
 
-  const infra: Infra = {
-    config,
-    clock,
-    log,
-    names,
-    sql,
-    nc,
-    emit: async (tx, event) => {
-      await writeEvent(tx, (type) => names.subject(`events.${type}`), event);
-    },
-  };
-  const wired = await opts.wire(infra);
-  // Idempotency keys are remembered 24 h (API.md §9); older rows are swept here.
+/** The work every service does besides its calls: the Idempotency-Key sweep, the outbox relay, the bus watch. */
+function startChores(infra: Infra, relaySql: Sql) {
+  const { sql, clock, log, nc } = infra;
+  // Idempotency keys are remembered 24 h (docs/api/conventions.md §Idempotency-Key); older rows are swept here.
   const idempotencyCleanup = startIdempotencyCleanup({
     sql,
     now: () => clock.now(),
@@ -132,37 +189,7 @@ export async function startService(opts: {
     onRecover: (r) => log.info(r, "outbox relay: publishing again"),
   });
   const bus = watchBus(nc, { log, onReconnect: relay.wake });
-  const server = await startRpcServer({
-    port: opts.port,
-    host: config.HOST,
-    log,
-    routes: wired.routes,
-    maxConnectionAgeMs: config.RPC_MAX_CONNECTION_AGE_MS,
-    health: { service: name, sql, bus, relay, consumers: wired.consumers, dependencies: wired.dependencies },
-  });
-  log.info({ port: server.port }, `${name} listening`);
-
-  return {
-    port: server.port,
-    sql,
-    nc,
-    relay,
-    log,
-    /**
-     * The server reports not serving and answers every call it has read while the consumers stop pulling
-     * and finish or hand back what they hold; then the outbox relay publishes what those last writes
-     * left, and the bus and the database close.
-     */
-    async stop() {
-      await Promise.all([server.close(), wired.stop?.()]);
-      await wired.release?.();
-      idempotencyCleanup.stop();
-      await relay.stop();
-      await nc.drain();
-      await Promise.all([sql.end({ timeout: 5 }), relaySql.end({ timeout: 5 })]);
-      await stopTracing();
-    },
-  };
+  return { idempotencyCleanup, relay, bus };
 }
 export type StartedService = Awaited<ReturnType<typeof startService>>;
 

@@ -6,9 +6,9 @@ import {
   BatchService,
   ContactSchema,
   ContactService,
-  Health,
   GetContactRequestSchema,
   GetContactResponseSchema,
+  Health,
 } from "@funil/contracts";
 import { notFound } from "@funil/errors";
 import { pino } from "pino";
