@@ -94,16 +94,18 @@ describe("RPC_MAX_MESSAGE_BYTES on the server", () => {
     expect(JSON.parse(answer.body.toString())).toMatchObject({ code: "resource_exhausted" });
   });
 
-  it("a batch-channel frame announcing more than the limit is answered resource_exhausted from its header; the channel then ends", async () => {
-    const head = Buffer.alloc(8);
-    head.writeUInt32BE(7, 0);
-    head.writeUInt32BE(LIMIT + 1, 4);
-    const answer = await rawCall(CHANNEL_PATH, { "content-type": "application/proto" }, (s) => s.write(head));
+  it("a batch-channel request announcing more than the limit ends the channel with resource_exhausted from its header", async () => {
+    const head = Buffer.alloc(5);
+    head.writeUInt32BE(LIMIT + 1, 1);
+    const answer = await rawCall(CHANNEL_PATH, { "content-type": "application/connect+proto" }, (s) =>
+      s.write(head),
+    );
     expect(answer.status).toBe(200);
-    // [u32 id][u16 status][u32 length][body]
-    expect(answer.body.readUInt32BE(0)).toBe(7);
-    expect(answer.body.readUInt16BE(4)).toBe(429);
-    expect(JSON.parse(answer.body.subarray(10).toString())).toMatchObject({ code: "resource_exhausted" });
+    // The end-of-stream envelope: [u8 0x02][u32 length][JSON].
+    expect(answer.body.readUInt8(0)).toBe(2);
+    expect(JSON.parse(answer.body.subarray(5).toString())).toMatchObject({
+      error: { code: "resource_exhausted", message: expect.stringMatching(/over the limit of 65536/) },
+    });
   });
 
   it("an answer over the limit is replaced by resource_exhausted; gRPC and Connect clients of connect-node's path are held to it too", async () => {

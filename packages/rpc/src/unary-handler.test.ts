@@ -308,4 +308,33 @@ describe("calls made in one turn share one stream (BatchService, issue 7)", () =
       .catch((e: unknown) => e);
     expect(tooMany).toMatchObject({ code: Code.InvalidArgument });
   });
+
+  it("the batch channel is the declared BatchService.Channel: a plain Connect client streams ChannelRequests and reads each ChannelResponse", async () => {
+    const channel = createClient(
+      BatchService,
+      createConnectTransport({ baseUrl: url(), httpVersion: "2", useBinaryFormat: true }),
+    );
+    const input = (id: string) =>
+      toBinary(GetContactRequestSchema, create(GetContactRequestSchema, { workspaceId: "ws", id }));
+    async function* requests() {
+      yield { id: 1, calls: [{ path: "/funil.crm.v1.ContactService/GetContact", input: input("slow") }] };
+      yield {
+        id: 2,
+        calls: [
+          { path: "/funil.crm.v1.ContactService/GetContact", input: input("d1") },
+          { path: "/funil.crm.v1.ContactService/GetContact", input: input("missing") },
+        ],
+      };
+    }
+    const answers = [];
+    for await (const res of channel.channel(requests())) answers.push(res);
+    // Each answered as soon as it is done: the quick one first.
+    expect(answers.map((a) => [a.id, a.status])).toEqual([
+      [2, 200],
+      [1, 200],
+    ]);
+    expect(answers[0]!.results.map((r) => r.status)).toEqual([200, 404]);
+    expect(fromBinary(GetContactResponseSchema, answers[0]!.results[0]!.body).contact?.id).toBe("d1");
+    expect(fromBinary(GetContactResponseSchema, answers[1]!.results[0]!.body).contact?.id).toBe("slow");
+  });
 });

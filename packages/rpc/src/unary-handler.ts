@@ -20,10 +20,18 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
-import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus, errorToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { BatchService } from "@funil/contracts";
-import { BATCH_PATH, type BatchCallWire, decodeBatchRequest, encodeBatchResponse } from "./batch-codec.js";
-import { answerFrame, CHANNEL_PATH, type Frame, FrameReader } from "./channel.js";
+import {
+  BATCH_PATH,
+  type BatchCallWire,
+  type ChannelRequestWire,
+  decodeBatchRequest,
+  decodeChannelRequest,
+  encodeBatchResponse,
+  encodeChannelResponse,
+} from "./batch-codec.js";
+import { CHANNEL_CONTENT_TYPE, CHANNEL_PATH, EnvelopeReader, endStream, envelope } from "./channel.js";
 import { codecOf } from "./codec.js";
 import { tooLarge } from "./errors.js";
 import { headerObject, toHeaders } from "./headers.js";
@@ -124,7 +132,7 @@ function recorder(router: ConnectRouter, routes: Map<string, Route>): ConnectRou
 /** Takes a binary Connect unary call (or the batch channel) and answers it; false: not one of ours. */
 function handle(fp: FastPath, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): boolean {
   const h = req.headers;
-  if (h[":path"] === CHANNEL_PATH && h[":method"] === "POST" && h["content-type"] === "application/proto") {
+  if (h[":path"] === CHANNEL_PATH && h[":method"] === "POST" && h["content-type"] === CHANNEL_CONTENT_TYPE) {
     openChannel(fp, req, res);
     return true;
   }
@@ -292,7 +300,7 @@ function answerAll(fp: FastPath, calls: BatchCallWire[], url: (path: string) => 
 }
 
 /** The BatchService for every other client (gRPC, Connect JSON), through connect-node. */
-function batchService(fp: FastPath): ServiceImpl<typeof BatchService> {
+function batchService(fp: FastPath): Partial<ServiceImpl<typeof BatchService>> {
   return {
     async call(req, ctx) {
       const results = await answerAll(fp, req.calls, (path) => ctx.url.replace(BATCH_PATH, path));
@@ -301,7 +309,7 @@ function batchService(fp: FastPath): ServiceImpl<typeof BatchService> {
   };
 }
 
-/** The services' own clients' batches: the envelope read and written by hand (batch-codec.ts). */
+/** The services' own clients' batches on a stream of their own: the envelope through batch-codec.ts. */
 async function respondToBatch(
   fp: FastPath,
   headers: http2.IncomingHttpHeaders,
@@ -314,8 +322,7 @@ async function respondToBatch(
     } catch (err) {
       throw new ConnectError("the batch does not parse", Code.InvalidArgument, undefined, undefined, err);
     }
-    const origin = `http://${headers[":authority"] ?? "localhost"}`;
-    const results = await answerAll(fp, calls, (path) => origin + path);
+    const results = await answerAll(fp, calls, originOf(headers));
     return {
       status: 200,
       headers: { "content-type": "application/proto" },
@@ -326,51 +333,88 @@ async function respondToBatch(
   }
 }
 
+const originOf = (headers: http2.IncomingHttpHeaders) => {
+  const origin = `http://${headers[":authority"] ?? "localhost"}`;
+  return (path: string) => origin + path;
+};
+
+/** A channel request's answer: its calls' results, or the error of the batch as a whole. */
+async function respondOnChannel(
+  fp: FastPath,
+  headers: http2.IncomingHttpHeaders,
+  request: ChannelRequestWire,
+): Promise<Uint8Array> {
+  try {
+    const results = await answerAll(fp, request.calls, originOf(headers));
+    return encodeChannelResponse({ id: request.id, status: 200, results });
+  } catch (err) {
+    return channelError(request.id, err);
+  }
+}
+
+const channelError = (id: number, err: unknown) => {
+  const error = errorAnswer(err);
+  return encodeChannelResponse({ id, status: error.status, results: [], error: error.body });
+};
+
 /**
- * A client's batch channel: each frame read is answered as a batch (respondToBatch), in whatever order
- * they finish. It ends once the client has ended its side or the server is stopping (drainChannels),
- * and every frame read by then has its answer; a frame that comes while it drains is answered
- * Unavailable without being run, so the client may retry its reads. A frame longer than
- * RPC_MAX_MESSAGE_BYTES is answered resource_exhausted from its header and nothing after it is read:
- * the channel drains.
+ * A client's batch channel (BatchService.Channel): each request read is answered as a batch, in whatever
+ * order they finish. It ends once the client has ended its side or the server is stopping
+ * (drainChannels), and every request read by then has its answer; one that comes while it drains is
+ * answered Unavailable without being run, so the client may retry its reads. A request that does not
+ * parse, or whose envelope announces more than RPC_MAX_MESSAGE_BYTES, ends the channel with that error
+ * once the others are answered; nothing after it is read.
  */
 function openChannel(fp: FastPath, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) {
-  res.writeHead(200, { "content-type": "application/proto" });
-  const reader = new FrameReader(false, fp.maxBytes);
+  res.writeHead(200, { "content-type": CHANNEL_CONTENT_TYPE });
+  const reader = new EnvelopeReader(fp.maxBytes);
   let running = 0;
   let draining = false;
   let ended = false;
-  const answer = (id: number, a: Answer) => {
-    if (!ended && !res.stream.destroyed) res.write(answerFrame(id, a.status, a.body));
+  /** What ends the channel, when the client's requests do. */
+  let failure: ConnectError | undefined;
+  const send = (bytes: Uint8Array) => {
+    if (!ended && !res.stream.destroyed) res.write(envelope(0, bytes));
   };
   const drain = () => {
     draining = true;
-    if (running === 0 && !ended) {
-      ended = true;
-      res.end();
-      // The client ends its side when it sees ours end; one that does not is not waited for long.
-      setTimeout(() => res.stream.close(), 1000).unref();
-    }
+    if (running > 0 || ended) return;
+    ended = true;
+    res.end(endStream(failure && errorToJson(failure, undefined)));
+    // The client ends its side when it sees ours end; one that does not is not waited for long.
+    setTimeout(() => res.stream.close(), 1000).unref();
   };
-  const run = (frame: Frame) => {
-    if (draining) {
-      answer(frame.id, errorAnswer(new ConnectError("the service is stopping", Code.Unavailable)));
-      return;
+  const stop = (err: ConnectError) => {
+    failure ??= err;
+    req.off("data", onData).on("data", () => {});
+    drain();
+  };
+  const run = (body: Buffer) => {
+    let request: ChannelRequestWire;
+    try {
+      request = decodeChannelRequest(body);
+    } catch (err) {
+      return stop(
+        new ConnectError("a channel request does not parse", Code.InvalidArgument, undefined, undefined, err),
+      );
     }
+    if (draining)
+      return send(channelError(request.id, new ConnectError("the service is stopping", Code.Unavailable)));
     running++;
-    respondToBatch(fp, req.headers, frame.body).then((a) => {
-      answer(frame.id, a);
+    respondOnChannel(fp, req.headers, request).then((bytes) => {
+      send(bytes);
       running--;
       if (draining) drain();
     });
   };
   const onData = (chunk: Buffer) => {
-    for (const frame of reader.push(chunk)) run(frame);
-    const over = reader.oversized;
-    if (!over) return;
-    answer(over.id, errorAnswer(tooLarge("request", over.length, fp.maxBytes)));
-    req.off("data", onData).on("data", () => {});
-    drain();
+    for (const e of reader.push(chunk)) {
+      if (e.flags !== 0)
+        return stop(new ConnectError("a channel request is compressed or flagged", Code.InvalidArgument));
+      run(e.body);
+      if (failure) return;
+    }
+    if (reader.oversized !== undefined) stop(tooLarge("request", reader.oversized, fp.maxBytes));
   };
   fp.channels.set(drain, req.stream.session);
   res.stream.on("close", () => fp.channels.delete(drain));

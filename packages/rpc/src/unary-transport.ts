@@ -20,8 +20,24 @@ import {
 } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { type AddressPool, addressPool, type Lookup, type Member, parseBaseUrls } from "./balancer.js";
-import { BATCH_PATH, decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
-import { CHANNEL_PATH, FrameReader, nextFrameId, requestFrame } from "./channel.js";
+import {
+  BATCH_PATH,
+  type BatchResultWire,
+  type ChannelResponseWire,
+  channelRequestOf,
+  decodeBatchResponse,
+  decodeChannelResponse,
+  encodeBatchRequest,
+  ID_BYTES,
+} from "./batch-codec.js";
+import {
+  CHANNEL_CONTENT_TYPE,
+  CHANNEL_PATH,
+  END_STREAM,
+  EnvelopeReader,
+  envelope,
+  nextFrameId,
+} from "./channel.js";
 import { codecOf } from "./codec.js";
 import { tooLarge } from "./errors.js";
 import { headerObject, toHeaders } from "./headers.js";
@@ -421,7 +437,7 @@ class CopyQueue {
    */
   private sendBatch(live: Pending[]) {
     const bytes = batchOf(live);
-    if (bytes.byteLength > this.limits.maxBytes) {
+    if (bytes.byteLength + ID_BYTES > this.limits.maxBytes) {
       if (live.length === 1) {
         if (live[0]!.guard.disarm()) this.single(live[0]!);
         return;
@@ -441,7 +457,7 @@ class CopyQueue {
     const timeoutMs = Math.max(...live.map((p) => p.timeoutMs));
     const batch = { path: BATCH_PATH, body: bytes, timeoutMs, signal: NEVER, extra: undefined };
     call(this.session(), batch, answerLimit(this.limits.maxBytes)).then(
-      (answer) => this.settle(live, answer, false),
+      (answer) => this.settle(live, answer),
       (err) => this.rejectAll(live, err),
     );
   }
@@ -465,7 +481,7 @@ class CopyQueue {
     const id = c.nextId;
     c.nextId = nextFrameId(id);
     c.waiting.set(id, live);
-    c.stream.write(requestFrame(id, bytes));
+    c.stream.write(envelope(0, channelRequestOf(bytes, id)));
   }
 
   private readonly channelEvents: ChannelEvents = {
@@ -474,37 +490,25 @@ class CopyQueue {
       this.channels = false;
       for (const live of unsent) this.sendOnStream(live, batchOf(live));
     },
-    answered: (live, answer) => this.settle(live, answer, true),
+    answered: (live, r) => {
+      if (r.status === 200) this.settleEach(live, r.results);
+      else this.failBatch(live, errorOf({ status: r.status, headers: JSON_ERROR, body: r.error }), true);
+    },
     closed: (c, unanswered, err) => {
       if (this.channel === c) this.channel = undefined;
       for (const live of unanswered) this.rejectAll(live, err);
     },
   };
 
-  /**
-   * Each call of a batch gets its result, or the batch's error. `frame`: a channel's answer, whose error
-   * status means the service ran none of its calls (it was stopping).
-   */
-  private settle(live: Pending[], answer: Answer, frame: boolean) {
-    if (answer.status === 200) {
-      this.settleEach(live, answer.body);
+  /** A batch's answer on a stream of its own: each call gets its result, or the batch's error. */
+  private settle(live: Pending[], answer: Answer) {
+    if (answer.status !== 200) {
+      this.failBatch(live, errorOf(answer), false);
       return;
     }
-    const error = errorOf(answer);
-    if (error.code === Code.Unimplemented) {
-      this.batching = false;
-      for (const p of live) if (p.guard.disarm()) this.single(p);
-      return;
-    }
-    if (frame && error.code === Code.Unavailable) neverRan.add(error);
-    this.rejectAll(live, error);
-  }
-
-  /** The results of a batch's answer, one per call, each held to the limit as a single call's answer is. */
-  private settleEach(live: Pending[], body: Uint8Array) {
-    let results: ReturnType<typeof decodeBatchResponse>;
+    let results: BatchResultWire[];
     try {
-      results = decodeBatchResponse(body);
+      results = decodeBatchResponse(answer.body);
     } catch (err) {
       const error = new ConnectError(
         "the batch's answer does not parse",
@@ -516,6 +520,25 @@ class CopyQueue {
       this.rejectAll(live, error);
       return;
     }
+    this.settleEach(live, results);
+  }
+
+  /**
+   * A batch that failed as a whole. `onChannel`: a channel's answer, whose Unavailable means the service
+   * ran none of its calls (it was stopping). A service without BatchService gets single calls from then on.
+   */
+  private failBatch(live: Pending[], error: ConnectError, onChannel: boolean) {
+    if (error.code === Code.Unimplemented) {
+      this.batching = false;
+      for (const p of live) if (p.guard.disarm()) this.single(p);
+      return;
+    }
+    if (onChannel && error.code === Code.Unavailable) neverRan.add(error);
+    this.rejectAll(live, error);
+  }
+
+  /** The results of a batch, one per call, each held to the limit as a single call's answer is. */
+  private settleEach(live: Pending[], results: BatchResultWire[]) {
     const max = this.limits.maxBytes;
     live.forEach((p, i) => {
       const r = results[i];
@@ -529,6 +552,8 @@ class CopyQueue {
     });
   }
 }
+
+const JSON_ERROR = { "content-type": "application/json" };
 
 /** A batch's envelope: its calls, each with its path, body, deadline and headers. */
 const batchOf = (live: Pending[]) =>
@@ -545,7 +570,7 @@ const batchOf = (live: Pending[]) =>
 interface ChannelEvents {
   /** The service has no channel (it answered the stream with an error): these frames never ran. */
   refused(unsent: Pending[][]): void;
-  answered(live: Pending[], answer: Answer): void;
+  answered(live: Pending[], response: ChannelResponseWire): void;
   /** The channel is over; the frames still waiting fail with `err`. */
   closed(c: Channel, unanswered: Pending[][], err: ConnectError): void;
 }
@@ -558,14 +583,14 @@ function openChannel(s: http2.ClientHttp2Session, limits: QueueLimits, events: C
     stream: s.request({
       ":method": "POST",
       ":path": CHANNEL_PATH,
-      "content-type": "application/proto",
+      "content-type": CHANNEL_CONTENT_TYPE,
       "connect-protocol-version": "1",
     }),
     waiting: new Map(),
     nextId: 1,
     closed: false,
   };
-  const reader = new FrameReader(true, answerLimit(limits.maxBytes));
+  const reader = new EnvelopeReader(answerLimit(limits.maxBytes));
   // Ended from this side after a quiet spell, so that the session can close as idle.
   c.stream.setTimeout(limits.idleTimeoutMs, () => c.stream.end());
   c.stream.on("response", (h) => {
@@ -576,7 +601,7 @@ function openChannel(s: http2.ClientHttp2Session, limits: QueueLimits, events: C
   });
   c.stream.on("data", (chunk: Buffer) => readAnswers(c, reader, chunk, events));
   /**
-   * The service answers every frame it read before it ends its side, so when it ended the stream (or
+   * The service answers every request it read before it ends its side, so when it ended the stream (or
    * refused it) what is left never ran; when the stream broke, it may have.
    */
   const close = (err: Error | undefined) => {
@@ -597,17 +622,28 @@ function openChannel(s: http2.ClientHttp2Session, limits: QueueLimits, events: C
   return c;
 }
 
-/** Hands each answer frame a chunk completes to the calls of its batch; a frame over the limit breaks the channel. */
-function readAnswers(c: Channel, reader: FrameReader, chunk: Buffer, events: ChannelEvents) {
-  for (const f of reader.push(chunk)) {
-    const live = c.waiting.get(f.id);
+/**
+ * Hands each answer a chunk completes to the calls of its batch. The end-of-stream envelope needs
+ * nothing: the stream's end follows it. An answer over the limit, or one that does not parse, breaks the
+ * channel.
+ */
+function readAnswers(c: Channel, reader: EnvelopeReader, chunk: Buffer, events: ChannelEvents) {
+  for (const e of reader.push(chunk)) {
+    if (e.flags & END_STREAM) continue;
+    let response: ChannelResponseWire;
+    try {
+      response = decodeChannelResponse(e.body);
+    } catch {
+      c.stream.destroy(new Error("a batch channel answer does not parse"));
+      return;
+    }
+    const live = c.waiting.get(response.id);
     if (!live) continue;
-    c.waiting.delete(f.id);
-    const headers = f.status === 200 ? {} : { "content-type": "application/json" };
-    events.answered(live, { status: f.status, headers, body: f.body });
+    c.waiting.delete(response.id);
+    events.answered(live, response);
   }
-  const over = reader.oversized;
-  if (over) c.stream.destroy(new Error(`an answer frame of ${over.length} bytes is over the limit`));
+  if (reader.oversized !== undefined)
+    c.stream.destroy(new Error(`a batch channel answer of ${reader.oversized} bytes is over the limit`));
 }
 
 /** A session's batch channel (channel.ts) and the frames it has sent that wait for their answer. */
