@@ -309,11 +309,7 @@ describe("calls made in one turn share one stream (BatchService, issue 7)", () =
     expect(tooMany).toMatchObject({ code: Code.InvalidArgument });
   });
 
-  it("the batch channel is the declared BatchService.Channel: a plain Connect client streams ChannelRequests and reads each ChannelResponse", async () => {
-    const channel = createClient(
-      BatchService,
-      createConnectTransport({ baseUrl: url(), httpVersion: "2", useBinaryFormat: true }),
-    );
+  it("the batch channel is the declared BatchService.Channel: Connect (the lean path) and gRPC (connect-node's) clients stream ChannelRequests and read each ChannelResponse as soon as it is done", async () => {
     const input = (id: string) =>
       toBinary(GetContactRequestSchema, create(GetContactRequestSchema, { workspaceId: "ws", id }));
     async function* requests() {
@@ -326,15 +322,20 @@ describe("calls made in one turn share one stream (BatchService, issue 7)", () =
         ],
       };
     }
-    const answers = [];
-    for await (const res of channel.channel(requests())) answers.push(res);
-    // Each answered as soon as it is done: the quick one first.
-    expect(answers.map((a) => [a.id, a.status])).toEqual([
-      [2, 200],
-      [1, 200],
-    ]);
-    expect(answers[0]!.results.map((r) => r.status)).toEqual([200, 404]);
-    expect(fromBinary(GetContactResponseSchema, answers[0]!.results[0]!.body).contact?.id).toBe("d1");
-    expect(fromBinary(GetContactResponseSchema, answers[1]!.results[0]!.body).contact?.id).toBe("slow");
+    for (const transport of [
+      createConnectTransport({ baseUrl: url(), httpVersion: "2", useBinaryFormat: true }),
+      createGrpcTransport({ baseUrl: url() }),
+    ]) {
+      const answers = [];
+      for await (const res of createClient(BatchService, transport).channel(requests())) answers.push(res);
+      // The quick one first.
+      expect(answers.map((a) => [a.id, a.status])).toEqual([
+        [2, 200],
+        [1, 200],
+      ]);
+      expect(answers[0]!.results.map((r) => r.status)).toEqual([200, 404]);
+      expect(fromBinary(GetContactResponseSchema, answers[0]!.results[0]!.body).contact?.id).toBe("d1");
+      expect(fromBinary(GetContactResponseSchema, answers[1]!.results[0]!.body).contact?.id).toBe("slow");
+    }
   });
 });

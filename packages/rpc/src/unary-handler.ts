@@ -26,6 +26,7 @@ import {
   BATCH_PATH,
   type BatchCallWire,
   type ChannelRequestWire,
+  type ChannelResponseWire,
   decodeBatchRequest,
   decodeChannelRequest,
   encodeBatchResponse,
@@ -300,13 +301,73 @@ function answerAll(fp: FastPath, calls: BatchCallWire[], url: (path: string) => 
 }
 
 /** The BatchService for every other client (gRPC, Connect JSON), through connect-node. */
-function batchService(fp: FastPath): Partial<ServiceImpl<typeof BatchService>> {
+function batchService(fp: FastPath): ServiceImpl<typeof BatchService> {
   return {
     async call(req, ctx) {
       const results = await answerAll(fp, req.calls, (path) => ctx.url.replace(BATCH_PATH, path));
       return { results };
     },
+    channel: (requests, ctx) => channelAnswers(fp, requests, (path) => ctx.url.replace(CHANNEL_PATH, path)),
   };
+}
+
+/**
+ * BatchService.Channel for the clients of connect-node's path (gRPC, Connect JSON): each request
+ * answered as soon as its calls are, in whatever order; the stream ends once the client's has and every
+ * request read has its answer.
+ */
+async function* channelAnswers(
+  fp: FastPath,
+  requests: AsyncIterable<ChannelRequestWire>,
+  url: (path: string) => string,
+) {
+  const done: Array<Omit<ChannelResponseWire, "error"> & { error?: Uint8Array }> = [];
+  let running = 0;
+  let ended = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const read = async () => {
+    for await (const r of requests) {
+      running++;
+      (async () => answerAll(fp, r.calls, url))()
+        .then(
+          (results) => ({ id: r.id, status: 200, results }),
+          (err: unknown) => {
+            const e = errorAnswer(err);
+            return { id: r.id, status: e.status, results: [], error: e.body };
+          },
+        )
+        .then((answer) => {
+          done.push(answer);
+          running--;
+          notify();
+        });
+    }
+  };
+  read().then(
+    () => {
+      ended = true;
+      notify();
+    },
+    (err: unknown) => {
+      failure = err;
+      ended = true;
+      notify();
+    },
+  );
+  for (;;) {
+    while (done.length > 0) yield done.shift()!;
+    if (failure) throw failure;
+    if (ended && running === 0) return;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+  }
 }
 
 /** The services' own clients' batches on a stream of their own: the envelope through batch-codec.ts. */

@@ -216,7 +216,8 @@ export const BatchService: GenService<{
    * a stream). The Connect protocol's streaming envelopes with binary messages
    * (application/connect+proto). The service answers every request it has
    * read before it ends the stream, so a request without an answer when the
-   * stream ends never ran. Served to Connect clients over HTTP/2 only.
+   * stream ends never ran. The services' own clients speak Connect with binary
+   * messages; gRPC and other Connect clients are answered too.
    *
    * @generated from rpc funil.rpc.v1.BatchService.Channel
    */
