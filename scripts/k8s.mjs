@@ -18,6 +18,10 @@ const GRACE_PERIOD_S = 30;
 /** The RPC port of each backend service: its own default (services/<name>/src/config.ts). */
 export const PORTS = { crm: 7001, timeline: 7002, scheduling: 7003, webhooks: 7004, learning: 7005 };
 const GATEWAY_PORT = 8080;
+/** Each backend's GET /metrics (plain HTTP; its RPC port is HTTP/2 only); the gateway's is on its public port. */
+const METRICS_PORT = 9464;
+/** Where Prometheus runs: the only namespace that may reach the backends' metrics port. */
+const MONITORING_NAMESPACE = "monitoring";
 const AUTH_PORT = 7100;
 const PGBOUNCER_PORT = 6432;
 const REDIS_PORT = 6379;
@@ -151,6 +155,7 @@ function configMap() {
     SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
     AUTH_PORT: String(AUTH_PORT),
     AUTH_URL: `http://${dns("gateway-auth")}:${AUTH_PORT}`,
+    METRICS_PORT: String(METRICS_PORT),
   };
   // A headless Service's name resolves to every ready pod: the RPC clients balance over them.
   for (const name of SERVICES) {
@@ -187,11 +192,21 @@ const httpProbe = (pathName, port, periodSeconds, failureThreshold) => ({
   failureThreshold,
 });
 
-/** A Funil process: one container of the image, SERVICE picking which. */
-function podTemplate(app, image, { ports, probes, env = [] }) {
+/**
+ * A Funil process: one container of the image, SERVICE picking which. `metricsPort`: where its GET /metrics
+ * answers, announced by the prometheus.io annotations that Prometheus's Kubernetes discovery keeps pods by.
+ */
+function podTemplate(app, image, { ports, probes, env = [], metricsPort }) {
   const [oldSpace, semiSpace] = heapFlags({}, app).map((flag) => flag.split("=")[1]);
   return {
-    metadata: { labels: labels(app) },
+    metadata: {
+      labels: labels(app),
+      annotations: {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": String(metricsPort),
+        "prometheus.io/path": "/metrics",
+      },
+    },
     spec: {
       terminationGracePeriodSeconds: GRACE_PERIOD_S,
       automountServiceAccountToken: false,
@@ -289,7 +304,11 @@ const disruptionBudget = (app) => ({
 function backend(name, image) {
   const port = PORTS[name];
   const template = podTemplate(name, image, {
-    ports: [{ name: "rpc", containerPort: port }],
+    ports: [
+      { name: "rpc", containerPort: port },
+      { name: "metrics", containerPort: METRICS_PORT },
+    ],
+    metricsPort: METRICS_PORT,
     probes: {
       startupProbe: grpcProbe(port, 5, 60),
       readinessProbe: grpcProbe(port, 5, 2),
@@ -313,6 +332,7 @@ function gateway(image) {
       { name: "auth", containerPort: AUTH_PORT },
     ],
     env: [{ name: "PORT", value: String(GATEWAY_PORT) }],
+    metricsPort: GATEWAY_PORT,
     probes: {
       startupProbe: httpProbe("/healthz", "http", 5, 60),
       readinessProbe: httpProbe("/readyz?scope=self", "http", 5, 2),
@@ -605,9 +625,10 @@ const policy = (name, spec) => ({
 /**
  * Nothing moves but what CALLS lists: a default deny both ways, DNS for every pod, then per app its
  * callers (ingress) and its callees (egress), webhooks' POSTs to the internet outside private ranges
- * (the cluster's pod and service addresses must be in them), PgBouncer to PostgreSQL, and the gateway's
- * public port to anyone (its Ingress or load balancer). DNS is the kube-dns pods of kube-system: a cluster
- * that answers elsewhere (NodeLocal DNSCache's link-local address) widens that rule.
+ * (the cluster's pod and service addresses must be in them), PgBouncer to PostgreSQL, the gateway's
+ * public port to anyone (its Ingress or load balancer), and each backend's metrics port to the
+ * monitoring namespace (Prometheus). DNS is the kube-dns pods of kube-system: a cluster that answers
+ * elsewhere (NodeLocal DNSCache's link-local address) widens that rule.
  */
 function networkPolicies() {
   const apps = [...new Set(CALLS.flatMap((c) => [c.from, c.to]))].sort();
@@ -642,6 +663,13 @@ function networkPolicies() {
       ports: [{ protocol: "TCP", port: c.port }],
     }));
     if (app === "gateway") ingress.push({ ports: [{ protocol: "TCP", port: GATEWAY_PORT }] });
+    if (SERVICES.includes(app))
+      ingress.push({
+        from: [
+          { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": MONITORING_NAMESPACE } } },
+        ],
+        ports: [{ protocol: "TCP", port: METRICS_PORT }],
+      });
     if (app === "webhooks")
       egress.push({
         to: [

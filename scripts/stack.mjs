@@ -78,7 +78,7 @@ function checkCopies(copies, what, min) {
  * stopCopy or stopOne is neither restarted nor reported.
  * pid(name, index = 0) is a running child's process id, kill(name, signal, index = 0) signals it (chaos
  * tests); stopOne(name) stops its running copies for good; copies(name) lists
- * [{ index, port, url, pid, running }]; stopCopy(name, index, signal = 'SIGTERM') resolves with the exit
+ * [{ index, port, url, metricsUrl (a service's GET /metrics, on a free port of its own), pid, running }]; stopCopy(name, index, signal = 'SIGTERM') resolves with the exit
  * { code, signal } once that copy has exited; startCopy(name, index) resolves once it is ready (a service
  * listens, a gateway's /readyz answers 200).
  */
@@ -118,7 +118,9 @@ export async function startStack(opts = {}) {
         slots[name].push({ index, port, authPort, spare: index >= (opts.copies?.[name] ?? 1) });
       } else {
         const port = await portOf(first ? base[`${key}_PORT`] : 0);
-        slots[name].push({ index, port, spare: index >= (opts.copies?.[name] ?? 1) });
+        // Each copy's own /metrics listener (METRICS_PORT), scraped copy by copy.
+        const metricsPort = await portOf(0);
+        slots[name].push({ index, port, metricsPort, spare: index >= (opts.copies?.[name] ?? 1) });
       }
     }
   }
@@ -146,7 +148,7 @@ export async function startStack(opts = {}) {
   const envOf = (name, slot) =>
     name === "gateway"
       ? { ...env, PORT: String(slot.port), AUTH_PORT: String(slot.authPort) }
-      : { ...env, [`${name.toUpperCase()}_PORT`]: String(slot.port) };
+      : { ...env, [`${name.toUpperCase()}_PORT`]: String(slot.port), METRICS_PORT: String(slot.metricsPort) };
 
   const output = openOutput(opts.stdio ?? "prefix");
   const children = [];
@@ -263,6 +265,7 @@ export async function startStack(opts = {}) {
           index: slot.index,
           port: slot.port,
           url: `http://127.0.0.1:${slot.port}`,
+          ...(slot.metricsPort && { metricsUrl: `http://127.0.0.1:${slot.metricsPort}/metrics` }),
           pid: child?.process.pid,
           running: child !== undefined,
         };

@@ -275,6 +275,27 @@ describe("NetworkPolicies: only the calls the code makes", () => {
       expect(reaches(pod(name), pod("gateway"), 7100), `${name} -> auth`).toBe(false);
   });
 
+  it("metrics: every pod is announced for scraping; a backend's METRICS_PORT is open to the monitoring namespace only", () => {
+    const prometheus: Peer = { app: "prometheus", ip: "10.244.9.9", namespace: "monitoring" };
+    for (const app of apps) {
+      const annotations = find("Deployment", app).spec.template.metadata.annotations;
+      const port = app === "gateway" ? 8080 : Number(config.METRICS_PORT);
+      expect(annotations, app).toEqual({
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": String(port),
+        "prometheus.io/path": "/metrics",
+      });
+      expect(reaches(prometheus, pod(app), port), `prometheus -> ${app}`).toBe(true);
+    }
+    for (const name of backends) {
+      const port = Number(config.METRICS_PORT);
+      expect(container(name).ports).toContainEqual({ name: "metrics", containerPort: port });
+      expect(reaches(pod("gateway"), pod(name), port), `gateway -> ${name} metrics`).toBe(false);
+      expect(reaches(outside("203.0.113.7"), pod(name), port), `outside -> ${name} metrics`).toBe(false);
+      expect(reaches(prometheus, pod(name), PORTS[name]), `prometheus -> ${name} rpc`).toBe(false);
+    }
+  });
+
   it("stores: everyone reaches PgBouncer, the services NATS, the gateway and scheduling Redis; PgBouncer reaches PostgreSQL", () => {
     for (const app of apps) expect(reaches(pod(app), pod("pgbouncer"), 6432), app).toBe(true);
     for (const name of backends) expect(reaches(pod(name), pod("nats"), 4222), name).toBe(true);

@@ -24,6 +24,8 @@ beforeAll(async () => {
     FUNIL_ENV: inject("funilEnv"),
     NATS_URL: inject("natsUrl"),
     LOG_LEVEL: "warn",
+    // A frozen copy is noticed within two PING periods (the last test).
+    RPC_KEEPALIVE_MS: "500",
   });
   stack = await startStack({
     env,
@@ -104,5 +106,35 @@ describe("copies of a service (startStack copies, spareCopies)", () => {
     expect(await stack.stopCopy("gateway", 1)).toEqual({ code: 0, signal: null });
     await stack.startCopy("gateway", 1);
     expect((await request("GET", `${stack.gatewayUrls[1]}/readyz`)).status).toBe(200);
+  });
+
+  it("RPC_KEEPALIVE_MS: a crm copy frozen by SIGSTOP is left out within seconds; reads through the gateway keep answering", async () => {
+    const ws = await newWorkspace({ scopes: ["contacts.read", "contacts.write"] });
+    const auth = { authorization: `Bearer ${ws.key}` };
+    const phone = `+55 31 8${String(Date.now()).slice(-7)}`;
+    const created = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/contacts`,
+      { name: "Frozen", phone },
+      auth,
+    );
+    expect(created.status).toBe(201);
+    const read = () =>
+      request("GET", `${stack.gatewayUrl}/api/v1/contacts/${created.body.id}`, undefined, auth);
+    expect(stack.kill("crm", "SIGSTOP", 1)).toBe(true);
+    try {
+      const started = Date.now();
+      // Calls in flight on the frozen copy fail over once its connection misses a PING: the reads all
+      // answer, none waits for its deadline.
+      const first = await Promise.all(Array.from({ length: 10 }, read));
+      expect(first.map((r) => r.status)).toEqual(Array(10).fill(200));
+      expect(Date.now() - started).toBeLessThan(3000);
+      // Left out: the next reads are answered at once by the copies that answer.
+      const later = Date.now();
+      for (let i = 0; i < 10; i++) expect((await read()).status).toBe(200);
+      expect(Date.now() - later).toBeLessThan(1000);
+    } finally {
+      stack.kill("crm", "SIGCONT", 1);
+    }
   });
 });

@@ -17,6 +17,8 @@ declare module "vitest" {
     timelineUrl: string;
     webhooksUrl: string;
     learningUrl: string;
+    /** Each service's GET /metrics (its first copy's METRICS_PORT). */
+    metricsUrls: Record<string, string>;
   }
 }
 
@@ -60,6 +62,15 @@ export default async function setup(project: TestProject) {
   project.provide("timelineUrl", stack.env.TIMELINE_URL);
   project.provide("webhooksUrl", stack.env.WEBHOOKS_URL);
   project.provide("learningUrl", stack.env.LEARNING_URL);
+  project.provide(
+    "metricsUrls",
+    Object.fromEntries(
+      ["crm", "scheduling", "timeline", "learning", "webhooks"].map((name) => [
+        name,
+        stack.copies(name)[0].metricsUrl,
+      ]),
+    ),
+  );
   return async () => {
     await stack.stop();
   };

@@ -62,7 +62,11 @@ describe("configuration (docs/operations.md §Configuration: parsed once with zo
       RPC_RESOLVE_MS: 5000,
       RPC_MAX_CONNECTION_AGE_MS: 300_000,
       RPC_KEEPALIVE_MS: 10_000,
+      RPC_MAX_MESSAGE_BYTES: 64 * 1024 * 1024,
     });
+    expect(loadConfig(schema, {}).METRICS_PORT).toBeUndefined();
     expect(() => loadConfig(schema, { RPC_KEEPALIVE_MS: "0" })).toThrow(/RPC_KEEPALIVE_MS/);
+    expect(() => loadConfig(schema, { RPC_MAX_MESSAGE_BYTES: "1000" })).toThrow(/RPC_MAX_MESSAGE_BYTES/);
+    expect(loadConfig(schema, { METRICS_PORT: "9464" }).METRICS_PORT).toBe(9464);
   });
 });

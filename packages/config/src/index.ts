@@ -74,6 +74,19 @@ export const baseEnv = z.object({
   RPC_MAX_CONNECTION_AGE_MS: z.coerce.number().int().min(1000).default(300_000),
   /** HTTP/2 PING interval of a client's connections; no answer within it: the connection is dead. */
   RPC_KEEPALIVE_MS: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * The longest RPC message (a request, an answer, a batch frame) a server reads or writes and a client
+   * sends or reads; a longer one is refused resource_exhausted without being held. 64 MiB: a page of 500
+   * contacts at every text limit is about 50 MB.
+   */
+  RPC_MAX_MESSAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(1024 * 1024 * 1024)
+    .default(64 * 1024 * 1024),
+  /** A service's Prometheus /metrics on plain HTTP/1.1 (its RPC port speaks HTTP/2 only); unset: none. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
 });
 
 const isHttpUrl = (value: string) => {

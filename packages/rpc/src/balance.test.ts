@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { Code } from "@connectrpc/connect";
 import { ContactService } from "@funil/contracts";
 import { pino } from "pino";
@@ -192,6 +193,39 @@ describe("scale out: connections end and die without failing calls", () => {
     expect(await write).toMatchObject({ code: Code.Unavailable });
     expect(Date.now() - started).toBeLessThan(2 * 500 + 600);
     await proxy.close();
+  });
+
+  it("RPC_KEEPALIVE_MS: a copy whose port accepts connections and never answers is left out within 2 keepalive periods", async () => {
+    // A process that froze before its HTTP/2 server spoke: the TCP connection opens, no SETTINGS and no
+    // PING answer ever come back.
+    const sockets: Socket[] = [];
+    const mute = createServer((s) => sockets.push(s.on("error", () => {})));
+    await new Promise<void>((r) => mute.listen(0, "127.0.0.1", () => r()));
+    const healthy = await copy();
+    const port = (mute.address() as AddressInfo).port;
+    const client = rpcClient(ContactService, `http://127.0.0.1:${port},${healthy.url}`, 20_000, fast);
+    try {
+      const started = Date.now();
+      const reads = await Promise.all(
+        Array.from({ length: 10 }, () => client.listContacts({ workspaceId: "ws" }).then(() => "ok")),
+      );
+      expect(reads).toEqual(Array(10).fill("ok"));
+      expect(Date.now() - started).toBeLessThan(2 * 500 + 600);
+      // The probes of the mute copy open connections that never speak HTTP/2: it stays out, so writes
+      // (never sent again once they may have run) all go to the copy that answers, at once.
+      await new Promise((r) => setTimeout(r, 1500));
+      const later = Date.now();
+      const writes = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          client.upsertContact({ workspaceId: "ws" }).then(() => "ok", String),
+        ),
+      );
+      expect(writes).toEqual(Array(10).fill("ok"));
+      expect(Date.now() - later).toBeLessThan(300);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => mute.close(r));
+    }
   });
 
   it("a read in flight on a copy that froze is answered by another copy", async () => {

@@ -1,12 +1,21 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { CallRequestSchema, CallResponseSchema } from "@funil/contracts";
+import {
+  CallRequestSchema,
+  CallResponseSchema,
+  ChannelRequestSchema,
+  ChannelResponseSchema,
+} from "@funil/contracts";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  channelRequestOf,
   decodeBatchRequest,
   decodeBatchResponse,
+  decodeChannelRequest,
+  decodeChannelResponse,
   encodeBatchRequest,
   encodeBatchResponse,
+  encodeChannelResponse,
 } from "./batch-codec.js";
 import { plain } from "./test-support.js";
 
@@ -81,5 +90,60 @@ describe("batch envelope codec (the envelope without reflection)", () => {
   it("bytes that are not an envelope are refused, not read as one", () => {
     expect(() => decodeBatchRequest(new Uint8Array([0x0a, 0x20, 1, 2]))).toThrow();
     expect(() => decodeBatchResponse(new Uint8Array([0x0a]))).toThrow();
+  });
+
+  it("the batch channel's messages are the declared ChannelRequest and ChannelResponse: a CallRequest with its id appended reads back as one, both ways", () => {
+    fc.assert(
+      fc.property(fc.array(call, { maxLength: 4 }), fc.integer({ min: 1, max: 0xffffffff }), (calls, id) => {
+        const bytes = channelRequestOf(encodeBatchRequest(calls), id);
+        const generated = fromBinary(ChannelRequestSchema, bytes);
+        expect(generated.id).toBe(id);
+        expect(
+          plain(
+            generated.calls.map(({ path, input, timeoutMs, headers }) => ({
+              path,
+              input,
+              timeoutMs,
+              headers,
+            })),
+          ),
+        ).toEqual(plain(calls));
+        const ours = decodeChannelRequest(bytes);
+        expect(ours.id).toBe(id);
+        expect(
+          plain(
+            ours.calls.map(({ path, input, timeoutMs, headers }) => ({ path, input, timeoutMs, headers })),
+          ),
+        ).toEqual(plain(calls));
+      }),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(result, { maxLength: 4 }),
+        fc.integer({ min: 1, max: 0xffffffff }),
+        bytes,
+        (results, id, error) => {
+          const generated = fromBinary(
+            ChannelResponseSchema,
+            encodeChannelResponse({ id, status: 200, results, error }),
+          );
+          expect(plain({ id: generated.id, status: generated.status, error: generated.error })).toEqual(
+            plain({ id, status: 200, error }),
+          );
+          expect(
+            plain(generated.results.map(({ status, body, headers }) => ({ status, body, headers }))),
+          ).toEqual(plain(results));
+          const again = toBinary(
+            ChannelResponseSchema,
+            create(ChannelResponseSchema, { id, status: 503, results, error }),
+          );
+          const ours = decodeChannelResponse(again);
+          const back = ours.results.map(({ status, body, headers }) => ({ status, body, headers }));
+          expect(plain({ id: ours.id, status: ours.status, error: ours.error, results: back })).toEqual(
+            plain({ id, status: 503, error, results }),
+          );
+        },
+      ),
+    );
   });
 });

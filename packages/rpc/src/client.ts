@@ -11,6 +11,7 @@ import {
 import { callsOutsideTransactions, checkingTransactions } from "@funil/db";
 import { tracingOn } from "@funil/telemetry";
 import { type Lookup, systemLookup } from "./balancer.js";
+import { MAX_MESSAGE_BYTES } from "./errors.js";
 import { traceCalls } from "./tracing.js";
 import { createUnaryTransport } from "./unary-transport.js";
 
@@ -45,12 +46,19 @@ export interface RpcOptions {
   lookup?: Lookup;
   /** The service's name on /metrics (default: its Connect package, e.g. funil.crm.v1). */
   name?: string;
+  /** The longest request sent and answer read (bytes; RPC_MAX_MESSAGE_BYTES). */
+  maxMessageBytes?: number;
 }
 
 /** The options of a process's clients, from its settings. */
-export const rpcOptions = (config: { RPC_RESOLVE_MS: number; RPC_KEEPALIVE_MS: number }): RpcOptions => ({
+export const rpcOptions = (config: {
+  RPC_RESOLVE_MS: number;
+  RPC_KEEPALIVE_MS: number;
+  RPC_MAX_MESSAGE_BYTES?: number;
+}): RpcOptions => ({
   resolveMs: config.RPC_RESOLVE_MS,
   keepaliveMs: config.RPC_KEEPALIVE_MS,
+  maxMessageBytes: config.RPC_MAX_MESSAGE_BYTES,
 });
 
 /**
@@ -76,6 +84,7 @@ export function rpcTransport(
     keepaliveMs: options.keepaliveMs ?? 10_000,
     lookup: options.lookup ?? systemLookup,
     name: options.name ?? name,
+    maxMessageBytes: options.maxMessageBytes ?? MAX_MESSAGE_BYTES,
   });
 }
 

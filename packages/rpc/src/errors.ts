@@ -35,6 +35,23 @@ const DETAILS_HEADER = "funil-error-details";
 /** Set on an answer given again under the same Idempotency-Key (docs/api/conventions.md §Idempotency-Key). */
 export const REPLAYED_HEADER = "funil-idempotent-replayed";
 
+/**
+ * The default of RPC_MAX_MESSAGE_BYTES: a list page of 500 contacts with every text at its limit
+ * (docs/api/contacts.md, docs/api/conventions.md §Limits) is about 50 MB; the largest request is far
+ * smaller (the gateway reads at most 1 MiB of body).
+ */
+export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A message over RPC_MAX_MESSAGE_BYTES, refused by whichever end meets it: the server reading a request
+ * or writing an answer, the client sending a request or reading an answer.
+ */
+export const tooLarge = (what: "request" | "response", bytes: number, max: number, atLeast = "") =>
+  new ConnectError(
+    `the ${what} message is ${atLeast}${bytes} bytes, over the limit of ${max} (RPC_MAX_MESSAGE_BYTES)`,
+    Code.ResourceExhausted,
+  );
+
 /** The ConnectError a DomainError becomes at the service's edge. */
 export function toConnectError(err: DomainError): ConnectError {
   const metadata = new Headers();

@@ -9,6 +9,7 @@ export * from "./errors.js";
 export * from "./fields.js";
 export * from "./health.js";
 export * from "./json.js";
+export { registerRpcServerMetrics } from "./metrics.js";
 export * from "./server.js";
 export * from "./service.js";
 export * from "./startup.js";

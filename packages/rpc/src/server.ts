@@ -5,8 +5,9 @@ import { BatchService, Health } from "@funil/contracts";
 import { DomainError } from "@funil/errors";
 import { tracingOn } from "@funil/telemetry";
 import type { Logger } from "pino";
-import { causeOf, isUnavailable, toConnectError } from "./errors.js";
+import { causeOf, isUnavailable, MAX_MESSAGE_BYTES, toConnectError } from "./errors.js";
 import { grpcHealthService, HealthService, type HealthSources, healthService } from "./health.js";
+import { measureCalls } from "./metrics.js";
 import { traceHandlers } from "./tracing.js";
 import { unaryFastPath } from "./unary-handler.js";
 
@@ -57,56 +58,37 @@ export async function startRpcServer(opts: {
    * do not all end at once) is ended gracefully (RPC_MAX_CONNECTION_AGE_MS).
    */
   maxConnectionAgeMs?: number;
+  /**
+   * The largest message read or written (RPC_MAX_MESSAGE_BYTES): a request over it is answered
+   * resource_exhausted without being held, a response over it replaced by that error.
+   */
+  maxMessageBytes?: number;
 }): Promise<{ port: number; stopping(): void; close(): Promise<void> }> {
-  const health = opts.health;
+  const maxBytes = opts.maxMessageBytes ?? MAX_MESSAGE_BYTES;
   // Tracing first, so that its span sees the error the caller gets.
   const interceptors = tracingOn()
     ? [traceHandlers, errorInterceptor(opts.log)]
     : [errorInterceptor(opts.log)];
-  const fast = unaryFastPath(interceptors);
+  const fast = unaryFastPath(interceptors, { maxMessageBytes: maxBytes });
   let stopping = false;
-  const names = new Set<string>(health ? [health.service] : []);
-  const routes = (router: ConnectRouter) => {
-    opts.routes(router);
-    if (health) router.service(HealthService, healthService(health));
-    router.service(BatchService, fast.batch);
-    router.service(
-      Health,
-      grpcHealthService({ names: () => names, sql: health?.sql, stopping: () => stopping }),
-    );
-    for (const h of router.handlers) names.add(h.service.typeName);
-  };
-  const adapter = connectNodeAdapter({ routes: (router) => routes(fast.record(router)), interceptors });
+  const adapter = connectNodeAdapter({
+    routes: (router) => serviceRoutes(fast.record(router), opts, fast.batch, () => stopping),
+    // The lean path counts its calls itself.
+    interceptors: [measureCalls, ...interceptors],
+    readMaxBytes: maxBytes,
+    writeMaxBytes: maxBytes,
+  });
   const server = http2.createServer((req, res) => {
     if (!fast.handle(req, res)) adapter(req, res);
   });
-  const sessions = new Set<http2.ServerHttp2Session>();
-  const maxAge = opts.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS;
-  server.on("session", (s: http2.ServerHttp2Session) => {
-    sessions.add(s);
-    const aged = setTimeout(() => endSession(s), maxAge * (1 + Math.random() / 10)).unref();
-    s.on("close", () => {
-      sessions.delete(s);
-      clearTimeout(aged);
-    });
-  });
-  /**
-   * A GOAWAY that lets the calls the session carries finish and its batch channel answer the frames it
-   * read (a client sends what came later again, knowing it never ran): the client opens a new
-   * connection, which its balancer may give to a copy that started since.
-   */
-  const endSession = (s: http2.ServerHttp2Session) => {
-    s.close();
-    fast.drainChannels(s);
-  };
+  const sessions = agedSessions(server, opts.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS, fast.drainChannels);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.host ?? "127.0.0.1", () => resolve());
   });
   const address = server.address();
-  const port = typeof address === "object" && address ? address.port : opts.port;
   return {
-    port,
+    port: typeof address === "object" && address ? address.port : opts.port,
     stopping() {
       stopping = true;
     },
@@ -122,4 +104,49 @@ export async function startRpcServer(opts: {
         }, 5000).unref();
       }),
   };
+}
+
+/** The service's own routes, its HealthService, the BatchService and grpc.health.v1. */
+function serviceRoutes(
+  router: ConnectRouter,
+  opts: { routes: (router: ConnectRouter) => void; health?: HealthSources },
+  batch: ReturnType<typeof unaryFastPath>["batch"],
+  stopping: () => boolean,
+) {
+  const health = opts.health;
+  const names = new Set<string>(health ? [health.service] : []);
+  opts.routes(router);
+  if (health) router.service(HealthService, healthService(health));
+  router.service(BatchService, batch);
+  router.service(Health, grpcHealthService({ names: () => names, sql: health?.sql, stopping }));
+  for (const h of router.handlers) names.add(h.service.typeName);
+}
+
+/**
+ * The server's open sessions, each ended by a GOAWAY once older than `maxAge` (plus up to a tenth more):
+ * the calls the session carries finish and its batch channel answers the frames it read (a client sends
+ * what came later again, knowing it never ran); the client opens a new connection, which its balancer
+ * may give to a copy that started since.
+ */
+function agedSessions(
+  server: http2.Http2Server,
+  maxAge: number,
+  drainChannels: (s: http2.ServerHttp2Session) => void,
+): Set<http2.ServerHttp2Session> {
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (s: http2.ServerHttp2Session) => {
+    sessions.add(s);
+    const aged = setTimeout(
+      () => {
+        s.close();
+        drainChannels(s);
+      },
+      maxAge * (1 + Math.random() / 10),
+    ).unref();
+    s.on("close", () => {
+      sessions.delete(s);
+      clearTimeout(aged);
+    });
+  });
+  return sessions;
 }

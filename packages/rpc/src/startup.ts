@@ -25,6 +25,7 @@ import { startTracing, stopTracing } from "@funil/telemetry";
 import { useCursorKeys } from "./cursor.js";
 import { causeOf } from "./errors.js";
 import type { HealthSources } from "./health.js";
+import { startMetricsServer } from "./metrics.js";
 import { startRpcServer } from "./server.js";
 
 /** What every service gets from the shared startup, to wire its own rooms with. */
@@ -53,6 +54,9 @@ export interface ServiceConfig {
   HOST: string;
   CURSOR_KEYS?: string[] | undefined;
   RPC_MAX_CONNECTION_AGE_MS?: number;
+  RPC_MAX_MESSAGE_BYTES?: number;
+  /** Where GET /metrics answers (plain HTTP/1.1); unset: nowhere. */
+  METRICS_PORT?: number | undefined;
   EVENTS_MAX_AGE_MS: number;
   INGEST_MAX_AGE_MS: number;
   PLATFORM_MAX_AGE_MS: number;
@@ -101,38 +105,18 @@ export interface Wired {
 /**
  * The start of every service (docs/architecture.md §A service, room by room): its
  * database created and migrated, the bus and its streams, the outbox relay,
- * the Idempotency-Key sweep, the HealthService (/readyz, /metrics), then `wire` builds the service's stores and
+ * the retention sweeps, the HealthService (/readyz, /metrics), then `wire` builds the service's stores and
  * handlers on top, and its Connect server listens. stop() undoes it all in
  * reverse, letting calls in flight finish.
  */
-export async function startService(opts: {
-  name: string;
-  config: ServiceConfig;
-  port: number;
-  clock: Clock;
-  migrations: string;
-  /** Plan every statement afresh (openDatabase's customPlans). */
-  customPlans?: boolean;
-  wire: (infra: Infra) => Wired | Promise<Wired>;
-}) {
+export async function startService(opts: ServiceStart) {
   const { name, config, clock } = opts;
   // First: the clients and the server built below trace only when it is on.
   await startTracing(name);
   const log = createLogger(name, config.LOG_LEVEL);
   useCursorKeys(config.CURSOR_KEYS, (message) => log.warn(message));
   const names = naming(config.FUNIL_ENV);
-  const sql = await openDatabase(config.DATABASE_URL, names.database(name), {
-    max: config.DATABASE_POOL_MAX,
-    idleTimeoutS: config.DATABASE_IDLE_TIMEOUT_S,
-    customPlans: opts.customPlans,
-  });
-  await migrate(sql, opts.migrations);
-  const nc = await connectBus(config.NATS_URL, name);
-  await ensureStreams(nc, names, undefined, {
-    replicas: config.NATS_STREAM_REPLICAS,
-    maxAgeMs: streamMaxAges(config),
-  });
-
+  const { sql, nc } = await connectStores(opts, names);
   const infra: Infra = {
     config,
     clock,
@@ -145,38 +129,25 @@ export async function startService(opts: {
     },
   };
   const wired = await opts.wire(infra);
-  // What the process keeps only for a while (docs/operations.md §Retention): idempotency keys (24 h),
-  // the inbox, and the service's own.
-  const sweeps = startSweeps({
-    sql,
-    now: () => clock.now(),
-    intervalMs: config.RETENTION_SWEEP_MS,
-    sweeps: [idempotencySweep(), inboxSweep(config.INBOX_RETENTION_MS), ...(wired.sweeps ?? [])],
-    onSwept: (sweep, rows) => log.debug({ sweep, rows }, "retention: swept"),
-    onError: (sweep, err) => log.warn({ sweep, cause: causeOf(err) }, "retention sweep failed, will retry"),
-  });
-  // An outage is one line when it starts and one when it ends, without a stack: not a bug.
-  // The relay runs on one session of its own, opened with the pool's settings (outbox.ts).
-  const relay = startOutboxRelay({
-    sql,
-    applicationName: `${names.database(name)}:relay`,
-    publish: publisher(nc),
-    onError: (err) => log.warn({ cause: causeOf(err) }, "outbox relay: publish failing, retrying"),
-    onRecover: (r) => log.info(r, "outbox relay: publishing again"),
-  });
-  const bus = watchBus(nc, { log, onReconnect: relay.wake });
+  const { sweeps, relay, bus } = startChores(infra, opts.name, wired.sweeps ?? []);
   const server = await startRpcServer({
     port: opts.port,
     host: config.HOST,
     log,
     routes: wired.routes,
     maxConnectionAgeMs: config.RPC_MAX_CONNECTION_AGE_MS,
+    maxMessageBytes: config.RPC_MAX_MESSAGE_BYTES,
     health: { service: name, sql, bus, relay, consumers: wired.consumers, dependencies: wired.dependencies },
   });
-  log.info({ port: server.port }, `${name} listening`);
+  const metrics =
+    config.METRICS_PORT === undefined
+      ? undefined
+      : await startMetricsServer({ name, port: config.METRICS_PORT, host: config.HOST });
+  log.info({ port: server.port, metricsPort: metrics?.port }, `${name} listening`);
 
   return {
     port: server.port,
+    metricsPort: metrics?.port,
     sql,
     nc,
     relay,
@@ -189,6 +160,7 @@ export async function startService(opts: {
     async stop() {
       await Promise.all([server.close(), wired.stop?.()]);
       await wired.release?.();
+      await metrics?.close();
       await sweeps.stop();
       await relay.stop();
       await nc.drain();
@@ -196,6 +168,61 @@ export async function startService(opts: {
       await stopTracing();
     },
   };
+}
+
+/** How a service starts: its name, settings and migrations, and how its rooms are wired. */
+interface ServiceStart {
+  name: string;
+  config: ServiceConfig;
+  port: number;
+  clock: Clock;
+  migrations: string;
+  /** Plan every statement afresh (openDatabase's customPlans). */
+  customPlans?: boolean;
+  wire: (infra: Infra) => Wired | Promise<Wired>;
+}
+
+/** The service's database, created and migrated, and the bus with its streams, each kept for its max age. */
+async function connectStores(opts: ServiceStart, names: Naming) {
+  const { name, config } = opts;
+  const sql = await openDatabase(config.DATABASE_URL, names.database(name), {
+    max: config.DATABASE_POOL_MAX,
+    idleTimeoutS: config.DATABASE_IDLE_TIMEOUT_S,
+    customPlans: opts.customPlans,
+  });
+  await migrate(sql, opts.migrations);
+  const nc = await connectBus(config.NATS_URL, name);
+  await ensureStreams(nc, names, undefined, {
+    replicas: config.NATS_STREAM_REPLICAS,
+    maxAgeMs: streamMaxAges(config),
+  });
+  return { sql, nc };
+}
+
+/** The work every service does besides its calls: the retention sweeps, the outbox relay, the bus watch. */
+function startChores(infra: Infra, name: string, own: Sweep[]) {
+  const { sql, clock, log, nc, config, names } = infra;
+  // What the process keeps only for a while (docs/operations.md §Retention): idempotency keys (24 h),
+  // the inbox, and the service's own.
+  const sweeps = startSweeps({
+    sql,
+    now: () => clock.now(),
+    intervalMs: config.RETENTION_SWEEP_MS,
+    sweeps: [idempotencySweep(), inboxSweep(config.INBOX_RETENTION_MS), ...own],
+    onSwept: (sweep, rows) => log.debug({ sweep, rows }, "retention: swept"),
+    onError: (sweep, err) => log.warn({ sweep, cause: causeOf(err) }, "retention sweep failed, will retry"),
+  });
+  // An outage is one line when it starts and one when it ends, without a stack: not a bug. The relay runs
+  // on one session of its own, opened with the pool's settings (outbox.ts).
+  const relay = startOutboxRelay({
+    sql,
+    applicationName: `${names.database(name)}:relay`,
+    publish: publisher(nc),
+    onError: (err) => log.warn({ cause: causeOf(err) }, "outbox relay: publish failing, retrying"),
+    onRecover: (r) => log.info(r, "outbox relay: publishing again"),
+  });
+  const bus = watchBus(nc, { log, onReconnect: relay.wake });
+  return { sweeps, relay, bus };
 }
 export type StartedService = Awaited<ReturnType<typeof startService>>;
 

@@ -8,6 +8,7 @@ import {
   ContactService,
   GetContactRequestSchema,
   GetContactResponseSchema,
+  Health,
 } from "@funil/contracts";
 import { notFound } from "@funil/errors";
 import { pino } from "pino";
@@ -114,6 +115,15 @@ describe("lean Connect unary path (per-call allocations)", () => {
       .getContact({ workspaceId: "ws", id: "x" })
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: Code.Unavailable });
+  });
+
+  it("the services' client is unary only: a streaming method fails Unimplemented at once, no second transport is built for it", async () => {
+    // Nothing listens there: the call never leaves the process.
+    const health = rpcClient(Health, "http://127.0.0.1:1");
+    const watch = async () => {
+      for await (const _ of health.watch({ service: "" })) return "answered";
+    };
+    await expect(watch()).rejects.toMatchObject({ code: Code.Unimplemented, rawMessage: /unary only/ });
   });
 });
 
@@ -297,5 +307,35 @@ describe("calls made in one turn share one stream (BatchService)", () => {
       })
       .catch((e: unknown) => e);
     expect(tooMany).toMatchObject({ code: Code.InvalidArgument });
+  });
+
+  it("the batch channel is the declared BatchService.Channel: Connect (the lean path) and gRPC (connect-node's) clients stream ChannelRequests and read each ChannelResponse as soon as it is done", async () => {
+    const input = (id: string) =>
+      toBinary(GetContactRequestSchema, create(GetContactRequestSchema, { workspaceId: "ws", id }));
+    async function* requests() {
+      yield { id: 1, calls: [{ path: "/funil.crm.v1.ContactService/GetContact", input: input("slow") }] };
+      yield {
+        id: 2,
+        calls: [
+          { path: "/funil.crm.v1.ContactService/GetContact", input: input("d1") },
+          { path: "/funil.crm.v1.ContactService/GetContact", input: input("missing") },
+        ],
+      };
+    }
+    for (const transport of [
+      createConnectTransport({ baseUrl: url(), httpVersion: "2", useBinaryFormat: true }),
+      createGrpcTransport({ baseUrl: url() }),
+    ]) {
+      const answers = [];
+      for await (const res of createClient(BatchService, transport).channel(requests())) answers.push(res);
+      // The quick one first.
+      expect(answers.map((a) => [a.id, a.status])).toEqual([
+        [2, 200],
+        [1, 200],
+      ]);
+      expect(answers[0]!.results.map((r) => r.status)).toEqual([200, 404]);
+      expect(fromBinary(GetContactResponseSchema, answers[0]!.results[0]!.body).contact?.id).toBe("d1");
+      expect(fromBinary(GetContactResponseSchema, answers[1]!.results[0]!.body).contact?.id).toBe("slow");
+    }
   });
 });

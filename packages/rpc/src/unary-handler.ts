@@ -20,18 +20,30 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
-import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus, errorToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import type { BatchService } from "@funil/contracts";
-import { BATCH_PATH, type BatchCallWire, decodeBatchRequest, encodeBatchResponse } from "./batch-codec.js";
-import { answerFrame, CHANNEL_PATH, type Frame, FrameReader } from "./channel.js";
+import {
+  BATCH_PATH,
+  type BatchCallWire,
+  type ChannelRequestWire,
+  type ChannelResponseWire,
+  decodeBatchRequest,
+  decodeChannelRequest,
+  encodeBatchResponse,
+  encodeChannelResponse,
+} from "./batch-codec.js";
+import { CHANNEL_CONTENT_TYPE, CHANNEL_PATH, EnvelopeReader, endStream, envelope } from "./channel.js";
 import { codecOf } from "./codec.js";
+import { tooLarge } from "./errors.js";
 import { headerObject, toHeaders } from "./headers.js";
+import { type MethodMetrics, methodMetrics } from "./metrics.js";
 
 type Impl = (req: unknown, ctx: HandlerContext) => unknown;
 interface Route {
   service: DescService;
   method: DescMethodUnary;
   impl: Impl;
+  metrics: MethodMetrics;
 }
 type Next = Parameters<Interceptor>[0];
 
@@ -45,6 +57,16 @@ export interface Answer {
 /** The most calls one batch may carry (the client sends at most BATCH_SIZE of them). */
 const MAX_BATCH = 256;
 
+/** What the lean path answers with: the recorded routes, the server's interceptors, its limit, its channels. */
+interface FastPath {
+  routes: Map<string, Route>;
+  interceptors: Interceptor[];
+  /** The largest message read or written (RPC_MAX_MESSAGE_BYTES): a request body, a frame, an answer. */
+  maxBytes: number;
+  /** The open channels (channel.ts), each able to drain (answer what it read, then end), by session. */
+  channels: Map<() => void, http2.Http2Session | undefined>;
+}
+
 /**
  * The server side of unary-transport.ts: a Connect unary call with a binary body is answered here,
  * straight from the HTTP/2 request to the implementation, through the same interceptors, without the
@@ -55,242 +77,410 @@ const MAX_BATCH = 256;
  * `record(router)` wraps the router handed to the routes function, so that the implementations it
  * registers are known here too; `handle(req, res)` answers a request it can take and says whether it did.
  */
-export function unaryFastPath(interceptors: Interceptor[]) {
-  const routes = new Map<string, Route>();
-
-  const record = (router: ConnectRouter): ConnectRouter => {
-    const recorder: ConnectRouter = {
-      get handlers() {
-        return router.handlers;
-      },
-      service(service, implementation, options) {
-        router.service(service, implementation, options);
-        for (const method of service.methods) {
-          const impl = (implementation as Record<string, Impl | undefined>)[method.localName];
-          if (method.methodKind === "unary" && impl)
-            routes.set(`/${service.typeName}/${method.name}`, {
-              service,
-              method: method as DescMethodUnary,
-              impl: impl.bind(implementation),
-            });
-        }
-        return recorder;
-      },
-      rpc(method, impl, options) {
-        router.rpc(method, impl, options);
-        if (method.methodKind === "unary")
-          routes.set(`/${method.parent.typeName}/${method.name}`, {
-            service: method.parent,
-            method: method as DescMethodUnary,
-            impl: impl as unknown as Impl,
-          });
-        return recorder;
-      },
-    };
-    return recorder;
+export function unaryFastPath(interceptors: Interceptor[], opts: { maxMessageBytes: number }) {
+  const fp: FastPath = {
+    routes: new Map(),
+    interceptors,
+    maxBytes: opts.maxMessageBytes,
+    channels: new Map(),
   };
-
-  const handle = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): boolean => {
-    const h = req.headers;
-    if (h[":path"] === CHANNEL_PATH && h[":method"] === "POST" && h["content-type"] === "application/proto") {
-      openChannel(req, res);
-      return true;
-    }
-    const route = routes.get(h[":path"] ?? "");
-    const version = h["connect-protocol-version"];
-    const encoding = h["content-encoding"];
-    if (
-      !route ||
-      h[":method"] !== "POST" ||
-      h["content-type"] !== "application/proto" ||
-      (version !== undefined && version !== "1") ||
-      (encoding !== undefined && encoding !== "identity")
-    )
-      return false;
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      const answering =
-        h[":path"] === BATCH_PATH
-          ? respondToBatch(h, body)
-          : respond(
-              route,
-              h,
-              `http://${h[":authority"] ?? "localhost"}${h[":path"]}`,
-              body,
-              parseTimeout(h["connect-timeout-ms"]),
-            );
-      answering.then((answer) => {
-        if (res.stream.destroyed || res.headersSent) return;
-        res.writeHead(answer.status, answer.headers);
-        res.end(answer.body);
-      });
-    });
-    return true;
-  };
-
-  /**
-   * One unary call, from its request bytes to what the Connect protocol answers: 200 and the response
-   * message, or the error's status, metadata and JSON body. Never rejects.
-   */
-  async function respond(
-    route: Route,
-    headers: http2.IncomingHttpHeaders,
-    url: string,
-    body: Uint8Array,
-    timeoutMs: number | undefined,
-  ): Promise<Answer> {
-    const ctx = context(route, headers, url, timeoutMs);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      let message: MessageShape<DescMethodUnary["input"]>;
-      try {
-        message = codecOf(route.method.input).decode(body);
-      } catch (err) {
-        throw new ConnectError(
-          "the request message does not parse",
-          Code.InvalidArgument,
-          undefined,
-          undefined,
-          err,
-        );
-      }
-      const run = interceptors.reduceRight<Next>(
-        (next, interceptor) => interceptor(next),
-        invoke(route, ctx) as unknown as Next,
-      );
-      const call = run(request(route, ctx, message));
-      const response = (await (timeoutMs === undefined
-        ? call
-        : Promise.race([
-            call,
-            new Promise<never>((_, reject) => {
-              timer = setTimeout(() => {
-                ctx.abort();
-                reject(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-              }, timeoutMs);
-            }),
-          ]))) as UnaryResponse;
-      return {
-        status: 200,
-        headers: { ...headerObject(ctx.touchedResponseHeader()), "content-type": "application/proto" },
-        body: codecOf(route.method.output).encode(response.message),
-      };
-    } catch (err) {
-      return errorAnswer(err);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /**
-   * The calls of a batch (proto/funil/rpc/v1/batch.proto), each answered by respond() as if it had come
-   * alone, all at once; the batch answers when the last of them has.
-   */
-  function answerAll(calls: BatchCallWire[], url: (path: string) => string): Promise<Answer[]> {
-    if (calls.length > MAX_BATCH)
-      throw new ConnectError(`a batch holds at most ${MAX_BATCH} calls`, Code.InvalidArgument);
-    return Promise.all(
-      calls.map((c) => {
-        const route = c.path === BATCH_PATH ? undefined : routes.get(c.path);
-        if (!route) return unimplemented(c.path);
-        return respond(route, c.headers, url(c.path), c.input, c.timeoutMs || undefined);
-      }),
-    );
-  }
-
-  /** The BatchService for every other client (gRPC, Connect JSON), through connect-node. */
-  const batch: ServiceImpl<typeof BatchService> = {
-    async call(req, ctx) {
-      const results = await answerAll(req.calls, (path) => ctx.url.replace(BATCH_PATH, path));
-      return { results };
+  return {
+    record: (router: ConnectRouter) => recorder(router, fp.routes),
+    handle: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => handle(fp, req, res),
+    batch: batchService(fp),
+    /**
+     * Ends the open channels once their frames are answered: every one (the server is stopping), or those
+     * of one session (it is being closed for its age).
+     */
+    drainChannels(session?: http2.Http2Session) {
+      for (const [drain, of] of fp.channels) if (!session || of === session) drain();
     },
   };
+}
 
-  /** The services' own clients' batches: the envelope read and written by hand (batch-codec.ts). */
-  async function respondToBatch(headers: http2.IncomingHttpHeaders, body: Uint8Array): Promise<Answer> {
-    try {
-      let calls: BatchCallWire[];
-      try {
-        calls = decodeBatchRequest(body);
-      } catch (err) {
-        throw new ConnectError("the batch does not parse", Code.InvalidArgument, undefined, undefined, err);
-      }
-      const origin = `http://${headers[":authority"] ?? "localhost"}`;
-      const results = await answerAll(calls, (path) => origin + path);
-      return {
-        status: 200,
-        headers: { "content-type": "application/proto" },
-        body: encodeBatchResponse(results),
-      };
-    } catch (err) {
-      return errorAnswer(err);
-    }
-  }
-
-  /** The open channels (channel.ts), each able to drain (answer what it read, then end), by session. */
-  const channels = new Map<() => void, http2.Http2Session | undefined>();
-
-  /**
-   * A client's batch channel: each frame read is answered as a batch (respondToBatch), in whatever order
-   * they finish. It ends once the client has ended its side or the server is stopping (drainChannels),
-   * and every frame read by then has its answer; a frame that comes while it drains is answered
-   * Unavailable without being run, so the client may retry its reads.
-   */
-  function openChannel(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) {
-    res.writeHead(200, { "content-type": "application/proto" });
-    const reader = new FrameReader(false);
-    let running = 0;
-    let draining = false;
-    let ended = false;
-    const answer = (id: number, a: Answer) => {
-      if (!ended && !res.stream.destroyed) res.write(answerFrame(id, a.status, a.body));
-    };
-    const drain = () => {
-      draining = true;
-      if (running === 0 && !ended) {
-        ended = true;
-        res.end();
-        // The client ends its side when it sees ours end; one that does not is not waited for long.
-        setTimeout(() => res.stream.close(), 1000).unref();
-      }
-    };
-    channels.set(drain, req.stream.session);
-    res.stream.on("close", () => channels.delete(drain));
-    req.on("data", (chunk: Buffer) => {
-      let frames: Frame[];
-      try {
-        frames = reader.push(chunk);
-      } catch {
-        res.stream.close(http2constants.NGHTTP2_PROTOCOL_ERROR);
-        return;
-      }
-      for (const frame of frames) {
-        if (draining) {
-          answer(frame.id, errorAnswer(new ConnectError("the service is stopping", Code.Unavailable)));
-          continue;
-        }
-        running++;
-        respondToBatch(req.headers, frame.body).then((a) => {
-          answer(frame.id, a);
-          running--;
-          if (draining) drain();
-        });
-      }
+/** A router that registers on `router` and records each unary implementation in `routes`. */
+function recorder(router: ConnectRouter, routes: Map<string, Route>): ConnectRouter {
+  const add = (service: DescService, method: DescMethodUnary, impl: Impl) =>
+    routes.set(`/${service.typeName}/${method.name}`, {
+      service,
+      method,
+      impl,
+      metrics: methodMetrics(service.typeName, method.name),
     });
-    req.on("end", drain);
-  }
-
-  /**
-   * Ends the open channels once their frames are answered: every one (the server is stopping), or those
-   * of one session (it is being closed for its age).
-   */
-  const drainChannels = (session?: http2.Http2Session) => {
-    for (const [drain, of] of channels) if (!session || of === session) drain();
+  const recording: ConnectRouter = {
+    get handlers() {
+      return router.handlers;
+    },
+    service(service, implementation, options) {
+      router.service(service, implementation, options);
+      for (const method of service.methods) {
+        const impl = (implementation as Record<string, Impl | undefined>)[method.localName];
+        if (method.methodKind === "unary" && impl)
+          add(service, method as DescMethodUnary, impl.bind(implementation));
+      }
+      return recording;
+    },
+    rpc(method, impl, options) {
+      router.rpc(method, impl, options);
+      if (method.methodKind === "unary")
+        add(method.parent, method as DescMethodUnary, impl as unknown as Impl);
+      return recording;
+    },
   };
+  return recording;
+}
 
-  return { record, handle, batch, drainChannels };
+/** Takes a binary Connect unary call (or the batch channel) and answers it; false: not one of ours. */
+function handle(fp: FastPath, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): boolean {
+  const h = req.headers;
+  if (h[":path"] === CHANNEL_PATH && h[":method"] === "POST" && h["content-type"] === CHANNEL_CONTENT_TYPE) {
+    openChannel(fp, req, res);
+    return true;
+  }
+  const route = fp.routes.get(h[":path"] ?? "");
+  if (!route || !isLeanCall(h)) return false;
+  const startedAt = performance.now();
+  readBody(req, fp.maxBytes, {
+    refuse(err) {
+      if (h[":path"] !== BATCH_PATH) route.metrics.done(err.code, startedAt);
+      writeAnswer(res, errorAnswer(err));
+      // RST_STREAM(NO_ERROR) once the answer is out: the client stops sending the rest (RFC 9113 §8.1).
+      res.stream.close(http2constants.NGHTTP2_NO_ERROR);
+    },
+    read(body) {
+      const answering =
+        h[":path"] === BATCH_PATH
+          ? respondToBatch(fp, h, body)
+          : respond(fp, route, h, `http://${h[":authority"] ?? "localhost"}${h[":path"]}`, body, {
+              timeoutMs: parseTimeout(h["connect-timeout-ms"]),
+              startedAt,
+            });
+      answering.then((answer) => writeAnswer(res, answer));
+    },
+  });
+  return true;
+}
+
+/** A Connect unary POST with a binary, uncompressed body. */
+const isLeanCall = (h: http2.IncomingHttpHeaders) => {
+  const version = h["connect-protocol-version"];
+  const encoding = h["content-encoding"];
+  return (
+    h[":method"] === "POST" &&
+    h["content-type"] === "application/proto" &&
+    (version === undefined || version === "1") &&
+    (encoding === undefined || encoding === "identity")
+  );
+};
+
+/**
+ * A request's body, joined once, or `refuse` with resource_exhausted as soon as it is known to be longer
+ * than `max` (its content-length, or the bytes come so far): what follows is dropped as it comes, never
+ * held.
+ */
+function readBody(
+  req: http2.Http2ServerRequest,
+  max: number,
+  then: { read(body: Buffer): void; refuse(err: ConnectError): void },
+) {
+  const declared = Number(req.headers["content-length"]);
+  if (declared > max) return then.refuse(tooLarge("request", declared, max));
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= max) {
+      chunks.push(chunk);
+      return;
+    }
+    req.off("data", onData).off("end", onEnd);
+    chunks.length = 0;
+    req.on("data", () => {});
+    then.refuse(tooLarge("request", size, max, "at least "));
+  };
+  const onEnd = () => then.read(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+  req.on("data", onData).on("end", onEnd);
+}
+
+function writeAnswer(res: http2.Http2ServerResponse, answer: Answer) {
+  if (res.stream.destroyed || res.headersSent) return;
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
+}
+
+/**
+ * One unary call, from its request bytes to what the Connect protocol answers: 200 and the response
+ * message, or the error's status, metadata and JSON body; counted in the method's metrics. Never rejects.
+ */
+async function respond(
+  fp: FastPath,
+  route: Route,
+  headers: http2.IncomingHttpHeaders,
+  url: string,
+  body: Uint8Array,
+  call: { timeoutMs: number | undefined; startedAt: number },
+): Promise<Answer> {
+  const ctx = context(route, headers, url, call.timeoutMs);
+  try {
+    const response = await withinDeadline(ctx, call.timeoutMs, run(fp, route, ctx, decodeInput(route, body)));
+    const bytes = codecOf(route.method.output).encode(response.message);
+    if (bytes.byteLength > fp.maxBytes) throw tooLarge("response", bytes.byteLength, fp.maxBytes);
+    route.metrics.done(undefined, call.startedAt);
+    return {
+      status: 200,
+      headers: { ...headerObject(ctx.touchedResponseHeader()), "content-type": "application/proto" },
+      body: bytes,
+    };
+  } catch (err) {
+    const error = ConnectError.from(err);
+    route.metrics.done(error.code, call.startedAt);
+    return errorAnswer(error);
+  }
+}
+
+function decodeInput(route: Route, body: Uint8Array): MessageShape<DescMethodUnary["input"]> {
+  try {
+    return codecOf(route.method.input).decode(body);
+  } catch (err) {
+    throw new ConnectError(
+      "the request message does not parse",
+      Code.InvalidArgument,
+      undefined,
+      undefined,
+      err,
+    );
+  }
+}
+
+/** The call through the server's interceptors to the implementation. */
+function run(fp: FastPath, route: Route, ctx: Context, message: MessageShape<DescMethodUnary["input"]>) {
+  const chain = fp.interceptors.reduceRight<Next>(
+    (next, interceptor) => interceptor(next),
+    invoke(route, ctx) as unknown as Next,
+  );
+  return chain(request(route, ctx, message)) as Promise<UnaryResponse>;
+}
+
+/** The call's answer, or DeadlineExceeded (and the handler's signal aborted) once its deadline passes. */
+async function withinDeadline<T>(ctx: Context, timeoutMs: number | undefined, call: Promise<T>): Promise<T> {
+  if (timeoutMs === undefined) return call;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      call,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          ctx.abort();
+          reject(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+        }, timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The calls of a batch (proto/funil/rpc/v1/batch.proto), each answered by respond() as if it had come
+ * alone, all at once; the batch answers when the last of them has.
+ */
+function answerAll(fp: FastPath, calls: BatchCallWire[], url: (path: string) => string): Promise<Answer[]> {
+  if (calls.length > MAX_BATCH)
+    throw new ConnectError(`a batch holds at most ${MAX_BATCH} calls`, Code.InvalidArgument);
+  const startedAt = performance.now();
+  return Promise.all(
+    calls.map((c) => {
+      const route = c.path === BATCH_PATH ? undefined : fp.routes.get(c.path);
+      if (!route) return unimplemented(c.path);
+      return respond(fp, route, c.headers, url(c.path), c.input, {
+        timeoutMs: c.timeoutMs || undefined,
+        startedAt,
+      });
+    }),
+  );
+}
+
+/** The BatchService for every other client (gRPC, Connect JSON), through connect-node. */
+function batchService(fp: FastPath): ServiceImpl<typeof BatchService> {
+  return {
+    async call(req, ctx) {
+      const results = await answerAll(fp, req.calls, (path) => ctx.url.replace(BATCH_PATH, path));
+      return { results };
+    },
+    channel: (requests, ctx) => channelAnswers(fp, requests, (path) => ctx.url.replace(CHANNEL_PATH, path)),
+  };
+}
+
+/**
+ * BatchService.Channel for the clients of connect-node's path (gRPC, Connect JSON): each request
+ * answered as soon as its calls are, in whatever order; the stream ends once the client's has and every
+ * request read has its answer.
+ */
+async function* channelAnswers(
+  fp: FastPath,
+  requests: AsyncIterable<ChannelRequestWire>,
+  url: (path: string) => string,
+) {
+  const done: Array<Omit<ChannelResponseWire, "error"> & { error?: Uint8Array }> = [];
+  let running = 0;
+  let ended = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const read = async () => {
+    for await (const r of requests) {
+      running++;
+      (async () => answerAll(fp, r.calls, url))()
+        .then(
+          (results) => ({ id: r.id, status: 200, results }),
+          (err: unknown) => {
+            const e = errorAnswer(err);
+            return { id: r.id, status: e.status, results: [], error: e.body };
+          },
+        )
+        .then((answer) => {
+          done.push(answer);
+          running--;
+          notify();
+        });
+    }
+  };
+  read().then(
+    () => {
+      ended = true;
+      notify();
+    },
+    (err: unknown) => {
+      failure = err;
+      ended = true;
+      notify();
+    },
+  );
+  for (;;) {
+    while (done.length > 0) yield done.shift()!;
+    if (failure) throw failure;
+    if (ended && running === 0) return;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+  }
+}
+
+/** The services' own clients' batches on a stream of their own: the envelope through batch-codec.ts. */
+async function respondToBatch(
+  fp: FastPath,
+  headers: http2.IncomingHttpHeaders,
+  body: Uint8Array,
+): Promise<Answer> {
+  try {
+    let calls: BatchCallWire[];
+    try {
+      calls = decodeBatchRequest(body);
+    } catch (err) {
+      throw new ConnectError("the batch does not parse", Code.InvalidArgument, undefined, undefined, err);
+    }
+    const results = await answerAll(fp, calls, originOf(headers));
+    return {
+      status: 200,
+      headers: { "content-type": "application/proto" },
+      body: encodeBatchResponse(results),
+    };
+  } catch (err) {
+    return errorAnswer(err);
+  }
+}
+
+const originOf = (headers: http2.IncomingHttpHeaders) => {
+  const origin = `http://${headers[":authority"] ?? "localhost"}`;
+  return (path: string) => origin + path;
+};
+
+/** A channel request's answer: its calls' results, or the error of the batch as a whole. */
+async function respondOnChannel(
+  fp: FastPath,
+  headers: http2.IncomingHttpHeaders,
+  request: ChannelRequestWire,
+): Promise<Uint8Array> {
+  try {
+    const results = await answerAll(fp, request.calls, originOf(headers));
+    return encodeChannelResponse({ id: request.id, status: 200, results });
+  } catch (err) {
+    return channelError(request.id, err);
+  }
+}
+
+const channelError = (id: number, err: unknown) => {
+  const error = errorAnswer(err);
+  return encodeChannelResponse({ id, status: error.status, results: [], error: error.body });
+};
+
+/**
+ * A client's batch channel (BatchService.Channel): each request read is answered as a batch, in whatever
+ * order they finish. It ends once the client has ended its side or the server is stopping
+ * (drainChannels), and every request read by then has its answer; one that comes while it drains is
+ * answered Unavailable without being run, so the client may retry its reads. A request that does not
+ * parse, or whose envelope announces more than RPC_MAX_MESSAGE_BYTES, ends the channel with that error
+ * once the others are answered; nothing after it is read.
+ */
+function openChannel(fp: FastPath, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) {
+  res.writeHead(200, { "content-type": CHANNEL_CONTENT_TYPE });
+  const reader = new EnvelopeReader(fp.maxBytes);
+  let running = 0;
+  let draining = false;
+  let ended = false;
+  /** What ends the channel, when the client's requests do. */
+  let failure: ConnectError | undefined;
+  const send = (bytes: Uint8Array) => {
+    if (!ended && !res.stream.destroyed) res.write(envelope(0, bytes));
+  };
+  const drain = () => {
+    draining = true;
+    if (running > 0 || ended) return;
+    ended = true;
+    res.end(endStream(failure && errorToJson(failure, undefined)));
+    // The client ends its side when it sees ours end; one that does not is not waited for long.
+    setTimeout(() => res.stream.close(), 1000).unref();
+  };
+  const stop = (err: ConnectError) => {
+    failure ??= err;
+    req.off("data", onData).on("data", () => {});
+    drain();
+  };
+  const run = (body: Buffer) => {
+    let request: ChannelRequestWire;
+    try {
+      request = decodeChannelRequest(body);
+    } catch (err) {
+      return stop(
+        new ConnectError("a channel request does not parse", Code.InvalidArgument, undefined, undefined, err),
+      );
+    }
+    if (draining)
+      return send(channelError(request.id, new ConnectError("the service is stopping", Code.Unavailable)));
+    running++;
+    respondOnChannel(fp, req.headers, request).then((bytes) => {
+      send(bytes);
+      running--;
+      if (draining) drain();
+    });
+  };
+  const onData = (chunk: Buffer) => {
+    for (const e of reader.push(chunk)) {
+      if (e.flags !== 0)
+        return stop(new ConnectError("a channel request is compressed or flagged", Code.InvalidArgument));
+      run(e.body);
+      if (failure) return;
+    }
+    if (reader.oversized !== undefined) stop(tooLarge("request", reader.oversized, fp.maxBytes));
+  };
+  fp.channels.set(drain, req.stream.session);
+  res.stream.on("close", () => fp.channels.delete(drain));
+  req.on("data", onData);
+  req.on("end", drain);
 }
 
 /** The innermost step of the interceptor chain: the implementation itself. */

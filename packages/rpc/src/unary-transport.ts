@@ -19,31 +19,43 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { type AddressPool, addressPool, type Lookup, type Member, parseBaseUrls } from "./balancer.js";
-import { BATCH_PATH, decodeBatchResponse, encodeBatchRequest } from "./batch-codec.js";
-import { CHANNEL_PATH, FrameReader, nextFrameId, requestFrame } from "./channel.js";
+import {
+  BATCH_PATH,
+  type BatchResultWire,
+  type ChannelResponseWire,
+  channelRequestOf,
+  decodeBatchResponse,
+  decodeChannelResponse,
+  encodeBatchRequest,
+  ID_BYTES,
+} from "./batch-codec.js";
+import {
+  CHANNEL_CONTENT_TYPE,
+  CHANNEL_PATH,
+  END_STREAM,
+  EnvelopeReader,
+  envelope,
+  nextFrameId,
+} from "./channel.js";
 import { codecOf } from "./codec.js";
+import { tooLarge } from "./errors.js";
 import { headerObject, toHeaders } from "./headers.js";
 
 /**
  * The Connect protocol's unary call (a POST of the binary message, the answer's status and body) straight
  * on node:http2. connect-node's transport does the same with, per call, two AbortControllers and the
  * DOMException of aborting one when the call ends, WHATWG Headers for both directions, async iterables
- * for a one-message body and a deadline timer linked through abort events, a large share of the
- * gateway's CPU per read (bench/RESULTS.md). Here a call costs one stream and one timer; Headers objects are
- * made only when an interceptor or an error reads them. Streaming methods (none yet) go through
- * connect-node's own transport. The calls are spread over the copies of the service (balanced()).
+ * for a one-message body and a deadline timer linked through abort events: measured in bench/, that was
+ * a fifth of the gateway's CPU per read. Here a call costs one stream and one timer; Headers objects are
+ * made only when an interceptor or an error reads them. The calls are spread over the copies of the
+ * service (balanced()). Unary only: no method the services' clients call streams (grpc.health.v1's
+ * Watch is for other clients), so a streaming call fails Unimplemented instead of costing every client
+ * a second transport.
  */
 export function createUnaryTransport(opts: TransportOptions): Transport {
   const urls = parseBaseUrls(opts.baseUrl);
   const exchange = balanced(urls, opts);
-  // Streaming methods (none yet) go to the first base URL, unbalanced.
-  const streaming = createConnectTransport({
-    baseUrl: urls[0]!.href,
-    httpVersion: "2",
-    useBinaryFormat: true,
-  });
   const origin = urls[0]!.href.replace(/\/$/, "");
 
   return {
@@ -79,27 +91,10 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
       };
       const send = async (r: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
         const extra = headers ?? (header ? new Headers(header) : undefined);
-        const answer = await exchange(
-          path,
-          codecOf(method.input).encode(r.message),
-          deadline,
-          r.signal,
-          extra,
-          safe,
-        );
-        if (answer.status !== 200) throw errorOf(answer);
-        if (answer.headers["content-type"] !== "application/proto")
-          throw new ConnectError(`unexpected content-type ${answer.headers["content-type"]}`, Code.Internal);
-        return {
-          stream: false,
-          service: method.parent,
-          method,
-          message: codecOf(method.output).decode(answer.body),
-          get header() {
-            return toHeaders(answer.headers);
-          },
-          trailer: new Headers(),
-        };
+        const body = codecOf(method.input).encode(r.message);
+        if (body.byteLength > opts.maxMessageBytes)
+          throw tooLarge("request", body.byteLength, opts.maxMessageBytes);
+        return responseOf(method, await exchange(path, body, deadline, r.signal, extra, safe));
       };
       const run = opts.interceptors.reduceRight<Next>(
         (next, interceptor) => interceptor(next),
@@ -107,7 +102,33 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
       );
       return (await run(req)) as UnaryResponse<I, O>;
     },
-    stream: (...args) => streaming.stream(...args),
+    stream: (method) =>
+      Promise.reject(
+        new ConnectError(
+          `${method.parent.typeName}/${method.name} streams: this transport is unary only`,
+          Code.Unimplemented,
+        ),
+      ),
+  };
+}
+
+/** A call's answer as the interceptors and the client see it, or its error. */
+function responseOf<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  answer: Answer,
+): UnaryResponse<I, O> {
+  if (answer.status !== 200) throw errorOf(answer);
+  if (answer.headers["content-type"] !== "application/proto")
+    throw new ConnectError(`unexpected content-type ${answer.headers["content-type"]}`, Code.Internal);
+  return {
+    stream: false,
+    service: method.parent,
+    method,
+    message: codecOf(method.output).decode(answer.body),
+    get header() {
+      return toHeaders(answer.headers);
+    },
+    trailer: new Headers(),
   };
 }
 
@@ -126,6 +147,8 @@ export interface TransportOptions {
   lookup: Lookup;
   /** The service, as /metrics labels its calls per address. */
   name: string;
+  /** RPC_MAX_MESSAGE_BYTES: a longer request is refused before it is sent, a longer answer as it comes. */
+  maxMessageBytes: number;
 }
 
 type Next = Parameters<Interceptor>[0];
@@ -298,16 +321,20 @@ function copyOf(
       sessions.close();
     },
   };
-  const queue = coalescing(sessions.get, opts.idleTimeoutMs, {
-    resolve(p, answer) {
-      copy.inFlight--;
-      p.guard.resolve(answer);
+  const queue = new CopyQueue(
+    sessions.get,
+    { idleTimeoutMs: opts.idleTimeoutMs, maxBytes: opts.maxMessageBytes },
+    {
+      resolve(p, answer) {
+        copy.inFlight--;
+        p.guard.resolve(answer);
+      },
+      reject(p, err) {
+        copy.inFlight--;
+        failed(p, copy, err);
+      },
     },
-    reject(p, err) {
-      copy.inFlight--;
-      failed(p, copy, err);
-    },
-  });
+  );
   return copy;
 }
 
@@ -316,6 +343,17 @@ interface Outcome {
   resolve(p: Pending, answer: Answer): void;
   reject(p: Pending, err: unknown): void;
 }
+
+/** What a copy's queue needs to know of the transport's options. */
+interface QueueLimits {
+  /** The channel is ended after this long without traffic. */
+  idleTimeoutMs: number;
+  /** RPC_MAX_MESSAGE_BYTES: a request frame's longest, each answer's longest. */
+  maxBytes: number;
+}
+
+/** The longest answer a batch's stream or frame may carry: each of its results may be as long as the limit. */
+const answerLimit = (maxBytes: number) => Math.min(maxBytes * BATCH_SIZE, 0xffffffff);
 
 /**
  * The calls made in one turn of the event loop (all the requests the gateway read from its sockets at
@@ -329,197 +367,283 @@ interface Outcome {
  * (the BatchService's Call), and one without BatchService (an older copy during a rolling deploy) single
  * calls, from then on. One per copy of the service.
  */
-function coalescing(session: () => http2.ClientHttp2Session, idleTimeoutMs: number, outcome: Outcome) {
-  let queue: Pending[] = [];
-  let batching = true;
-  let channels = true;
-  let channel: Channel | undefined;
-  let retired = false;
-  const single = (p: Pending) =>
-    call(session(), p.path, p.body, p.timeoutMs, p.signal, p.extra).then(
-      (answer) => outcome.resolve(p, answer),
-      (err) => outcome.reject(p, err),
-    );
-  const flush = () => {
-    const calls = queue;
-    queue = [];
-    if (retired) {
+class CopyQueue {
+  private queue: Pending[] = [];
+  /** The service answers BatchService. */
+  private batching = true;
+  /** The service answers the batch channel. */
+  private channels = true;
+  private channel: Channel | undefined;
+  private retired = false;
+
+  constructor(
+    private readonly session: () => http2.ClientHttp2Session,
+    private readonly limits: QueueLimits,
+    private readonly outcome: Outcome,
+  ) {}
+
+  send(p: Pending) {
+    if (this.queue.length === 0) setImmediate(this.flush);
+    this.queue.push(p);
+  }
+
+  /** The copy left the pool: its channel ends once its frames are answered. */
+  retire() {
+    this.retired = true;
+    if (this.channel && !this.channel.closed) this.channel.stream.end();
+  }
+
+  private readonly flush = () => {
+    const calls = this.queue;
+    this.queue = [];
+    if (this.retired) {
       // Queued before the copy left the pool, sent nowhere yet: another copy takes them.
-      rejectAll(calls, unavailable(new Error("the copy left the service's addresses"), true));
+      this.rejectAll(calls, unavailable(new Error("the copy left the service's addresses"), true));
       return;
     }
-    if (!batching || (calls.length === 1 && !channels)) {
-      for (const p of calls) single(p);
+    if (!this.batching || (calls.length === 1 && !this.channels)) {
+      for (const p of calls) this.single(p);
       return;
     }
     for (let i = 0; i < calls.length; i += BATCH_SIZE) {
-      const live = calls.slice(i, i + BATCH_SIZE).filter(armed);
-      if (live.length === 0) continue;
-      if (channels) sendOnChannel(live);
-      else sendBatch(live);
+      const live = calls.slice(i, i + BATCH_SIZE).filter(this.armed);
+      if (live.length > 0) this.sendBatch(live);
     }
   };
+
+  /** A call alone on its stream (its deadline is the stream's). */
+  private single(p: Pending) {
+    call(this.session(), p, this.limits.maxBytes).then(
+      (answer) => this.outcome.resolve(p, answer),
+      (err) => this.outcome.reject(p, err),
+    );
+  }
+
   /** Starts a call's deadline; a call cancelled before it left is over (its guard failed it Canceled). */
-  const armed = (p: Pending) => {
+  private readonly armed = (p: Pending) => {
     if (p.guard.arm()) return true;
-    outcome.reject(p, undefined);
+    this.outcome.reject(p, undefined);
     return false;
   };
-  const batchOf = (live: Pending[]) =>
-    encodeBatchRequest(
-      live.map((p) => ({
-        path: p.path,
-        input: p.body,
-        timeoutMs: p.timeoutMs,
-        headers: p.extra ? headerObject(p.extra) : {},
-      })),
-    );
-  const rejectAll = (live: Pending[], err: unknown) => {
-    for (const p of live) outcome.reject(p, err);
-  };
+
+  private rejectAll(live: Pending[], err: unknown) {
+    for (const p of live) this.outcome.reject(p, err);
+  }
+
   /**
-   * Each call of a batch gets its result, or the batch's error. `frame`: a channel's answer, whose error
-   * status means the service ran none of its calls (it was stopping).
+   * A batch, as a frame on the channel or on a stream of its own, never longer than RPC_MAX_MESSAGE_BYTES
+   * (the service refuses a longer one): a batch that would be is split in halves, and a call too long to
+   * share one goes alone.
    */
-  const settle = (live: Pending[], answer: Answer, frame: boolean) => {
-    if (answer.status === 200) {
-      let results: ReturnType<typeof decodeBatchResponse>;
-      try {
-        results = decodeBatchResponse(answer.body);
-      } catch (err) {
-        rejectAll(
-          live,
-          new ConnectError("the batch's answer does not parse", Code.Internal, undefined, undefined, err),
-        );
+  private sendBatch(live: Pending[]) {
+    const bytes = batchOf(live);
+    if (bytes.byteLength + ID_BYTES > this.limits.maxBytes) {
+      if (live.length === 1) {
+        if (live[0]!.guard.disarm()) this.single(live[0]!);
         return;
       }
-      live.forEach((p, i) => {
-        const r = results[i];
-        if (r) outcome.resolve(p, { status: r.status, headers: r.headers, body: r.body });
-        else
-          outcome.reject(p, new ConnectError("the batch answered fewer results than calls", Code.Internal));
-      });
+      const half = Math.ceil(live.length / 2);
+      this.sendBatch(live.slice(0, half));
+      this.sendBatch(live.slice(half));
       return;
     }
-    const error = errorOf(answer);
-    if (error.code === Code.Unimplemented) {
-      batching = false;
-      for (const p of live) if (p.guard.disarm()) single(p);
-      return;
-    }
-    if (frame && error.code === Code.Unavailable) neverRan.add(error);
-    rejectAll(live, error);
-  };
+    if (this.channels) this.sendOnChannel(live, bytes);
+    else this.sendOnStream(live, bytes);
+  }
+
   /** A batch on a stream of its own (BatchService.Call). */
-  const sendBatch = (live: Pending[]) => {
+  private sendOnStream(live: Pending[], bytes: Uint8Array) {
     rpcClientStats.batches++;
-    const deadline = Math.max(...live.map((p) => p.timeoutMs));
-    call(session(), BATCH_PATH, batchOf(live), deadline, NEVER, undefined).then(
-      (answer) => settle(live, answer, false),
-      (err) => rejectAll(live, err),
+    const timeoutMs = Math.max(...live.map((p) => p.timeoutMs));
+    const batch = { path: BATCH_PATH, body: bytes, timeoutMs, signal: NEVER, extra: undefined };
+    call(this.session(), batch, answerLimit(this.limits.maxBytes)).then(
+      (answer) => this.settle(live, answer),
+      (err) => this.rejectAll(live, err),
     );
-  };
+  }
+
   /** A batch as a frame on the channel, opened on first use and again once it ends. */
-  const sendOnChannel = (live: Pending[]) => {
+  private sendOnChannel(live: Pending[], bytes: Uint8Array) {
     rpcClientStats.batches++;
-    const s = session();
-    if (!channel || channel.session !== s || channel.closed) {
+    const s = this.session();
+    let c = this.channel;
+    if (!c || c.session !== s || c.closed) {
       // A channel left on a closing session ends too, once its frames are answered.
-      if (channel && !channel.closed) channel.stream.end();
+      if (c && !c.closed) c.stream.end();
       try {
-        channel = openChannel(s);
+        c = this.channel = openChannel(s, this.limits, this.channelEvents);
       } catch (err) {
         // The session went away meanwhile: nothing left.
-        rejectAll(live, unavailable(err, true));
+        this.rejectAll(live, unavailable(err, true));
         return;
       }
     }
-    const c = channel;
     const id = c.nextId;
     c.nextId = nextFrameId(id);
     c.waiting.set(id, live);
-    c.stream.write(requestFrame(id, batchOf(live)));
-  };
-  const openChannel = (s: http2.ClientHttp2Session): Channel => {
-    rpcClientStats.streams++;
-    const c: Channel = {
-      session: s,
-      stream: s.request({
-        ":method": "POST",
-        ":path": CHANNEL_PATH,
-        "content-type": "application/proto",
-        "connect-protocol-version": "1",
-      }),
-      waiting: new Map(),
-      nextId: 1,
-      closed: false,
-    };
-    const reader = new FrameReader(true);
-    // Ended from this side after a quiet spell, so that the session can close as idle.
-    c.stream.setTimeout(idleTimeoutMs, () => c.stream.end());
-    c.stream.on("response", (h) => {
-      if (Number(h[":status"]) === 200) return;
+    c.stream.write(envelope(0, channelRequestOf(bytes, id)));
+  }
+
+  private readonly channelEvents: ChannelEvents = {
+    refused: (unsent) => {
       // A service without the channel ran none of its frames: they go as batches of their own.
-      channels = false;
-      const unsent = [...c.waiting.values()];
-      c.waiting.clear();
-      for (const live of unsent) sendBatch(live);
-    });
-    c.stream.on("data", (chunk: Buffer) => {
-      let frames: ReturnType<FrameReader["push"]>;
-      try {
-        frames = reader.push(chunk);
-      } catch (err) {
-        c.stream.destroy(err as Error);
-        return;
-      }
-      for (const f of frames) {
-        const live = c.waiting.get(f.id);
-        if (!live) continue;
-        c.waiting.delete(f.id);
-        settle(
-          live,
-          {
-            status: f.status,
-            headers: f.status === 200 ? {} : { "content-type": "application/json" },
-            body: f.body,
-          },
-          true,
+      this.channels = false;
+      for (const live of unsent) this.sendOnStream(live, batchOf(live));
+    },
+    answered: (live, r) => {
+      if (r.status === 200) this.settleEach(live, r.results);
+      else this.failBatch(live, errorOf({ status: r.status, headers: JSON_ERROR, body: r.error }), true);
+    },
+    closed: (c, unanswered, err) => {
+      if (this.channel === c) this.channel = undefined;
+      for (const live of unanswered) this.rejectAll(live, err);
+    },
+  };
+
+  /** A batch's answer on a stream of its own: each call gets its result, or the batch's error. */
+  private settle(live: Pending[], answer: Answer) {
+    if (answer.status !== 200) {
+      this.failBatch(live, errorOf(answer), false);
+      return;
+    }
+    let results: BatchResultWire[];
+    try {
+      results = decodeBatchResponse(answer.body);
+    } catch (err) {
+      const error = new ConnectError(
+        "the batch's answer does not parse",
+        Code.Internal,
+        undefined,
+        undefined,
+        err,
+      );
+      this.rejectAll(live, error);
+      return;
+    }
+    this.settleEach(live, results);
+  }
+
+  /**
+   * A batch that failed as a whole. `onChannel`: a channel's answer, whose Unavailable means the service
+   * ran none of its calls (it was stopping). A service without BatchService gets single calls from then on.
+   */
+  private failBatch(live: Pending[], error: ConnectError, onChannel: boolean) {
+    if (error.code === Code.Unimplemented) {
+      this.batching = false;
+      for (const p of live) if (p.guard.disarm()) this.single(p);
+      return;
+    }
+    if (onChannel && error.code === Code.Unavailable) neverRan.add(error);
+    this.rejectAll(live, error);
+  }
+
+  /** The results of a batch, one per call, each held to the limit as a single call's answer is. */
+  private settleEach(live: Pending[], results: BatchResultWire[]) {
+    const max = this.limits.maxBytes;
+    live.forEach((p, i) => {
+      const r = results[i];
+      if (!r)
+        this.outcome.reject(
+          p,
+          new ConnectError("the batch answered fewer results than calls", Code.Internal),
         );
-      }
+      else if (r.body.byteLength > max) this.outcome.reject(p, tooLarge("response", r.body.byteLength, max));
+      else this.outcome.resolve(p, { status: r.status, headers: r.headers, body: r.body });
     });
-    /**
-     * The service answers every frame it read before it ends its side, so when it ended the stream (or
-     * refused it) what is left never ran; when the stream broke, it may have.
-     */
-    const close = (err: Error | undefined) => {
-      if (c.closed) return;
-      c.closed = true;
-      if (channel === c) channel = undefined;
-      const error = unavailable(err ?? new Error("the batch channel closed"), !err || unopened(c.stream));
-      for (const live of c.waiting.values()) rejectAll(live, error);
-      c.waiting.clear();
-    };
-    c.stream.on("end", () => {
-      close(undefined);
-      // The service ended its side; ending ours closes the stream, so that its session can close.
-      c.stream.end();
-    });
-    c.stream.on("error", (err) => close(err));
-    c.stream.on("close", () => close(new Error(`the batch channel closed (code ${c.stream.rstCode})`)));
-    return c;
+  }
+}
+
+const JSON_ERROR = { "content-type": "application/json" };
+
+/** A batch's envelope: its calls, each with its path, body, deadline and headers. */
+const batchOf = (live: Pending[]) =>
+  encodeBatchRequest(
+    live.map((p) => ({
+      path: p.path,
+      input: p.body,
+      timeoutMs: p.timeoutMs,
+      headers: p.extra ? headerObject(p.extra) : {},
+    })),
+  );
+
+/** What a channel tells its queue. */
+interface ChannelEvents {
+  /** The service has no channel (it answered the stream with an error): these frames never ran. */
+  refused(unsent: Pending[][]): void;
+  answered(live: Pending[], response: ChannelResponseWire): void;
+  /** The channel is over; the frames still waiting fail with `err`. */
+  closed(c: Channel, unanswered: Pending[][], err: ConnectError): void;
+}
+
+/** Opens a batch channel on a session (throws when the session is closing). */
+function openChannel(s: http2.ClientHttp2Session, limits: QueueLimits, events: ChannelEvents): Channel {
+  rpcClientStats.streams++;
+  const c: Channel = {
+    session: s,
+    stream: s.request({
+      ":method": "POST",
+      ":path": CHANNEL_PATH,
+      "content-type": CHANNEL_CONTENT_TYPE,
+      "connect-protocol-version": "1",
+    }),
+    waiting: new Map(),
+    nextId: 1,
+    closed: false,
   };
-  return {
-    send(p: Pending) {
-      if (queue.length === 0) setImmediate(flush);
-      queue.push(p);
-    },
-    /** The copy left the pool: its channel ends once its frames are answered. */
-    retire() {
-      retired = true;
-      if (channel && !channel.closed) channel.stream.end();
-    },
+  const reader = new EnvelopeReader(answerLimit(limits.maxBytes));
+  // Ended from this side after a quiet spell, so that the session can close as idle.
+  c.stream.setTimeout(limits.idleTimeoutMs, () => c.stream.end());
+  c.stream.on("response", (h) => {
+    if (Number(h[":status"]) === 200) return;
+    const unsent = [...c.waiting.values()];
+    c.waiting.clear();
+    events.refused(unsent);
+  });
+  c.stream.on("data", (chunk: Buffer) => readAnswers(c, reader, chunk, events));
+  /**
+   * The service answers every request it read before it ends its side, so when it ended the stream (or
+   * refused it) what is left never ran; when the stream broke, it may have.
+   */
+  const close = (err: Error | undefined) => {
+    if (c.closed) return;
+    c.closed = true;
+    const error = unavailable(err ?? new Error("the batch channel closed"), !err || unopened(c.stream));
+    const unanswered = [...c.waiting.values()];
+    c.waiting.clear();
+    events.closed(c, unanswered, error);
   };
+  c.stream.on("end", () => {
+    close(undefined);
+    // The service ended its side; ending ours closes the stream, so that its session can close.
+    c.stream.end();
+  });
+  c.stream.on("error", (err) => close(err));
+  c.stream.on("close", () => close(new Error(`the batch channel closed (code ${c.stream.rstCode})`)));
+  return c;
+}
+
+/**
+ * Hands each answer a chunk completes to the calls of its batch. The end-of-stream envelope needs
+ * nothing: the stream's end follows it. An answer over the limit, or one that does not parse, breaks the
+ * channel.
+ */
+function readAnswers(c: Channel, reader: EnvelopeReader, chunk: Buffer, events: ChannelEvents) {
+  for (const e of reader.push(chunk)) {
+    if (e.flags & END_STREAM) continue;
+    let response: ChannelResponseWire;
+    try {
+      response = decodeChannelResponse(e.body);
+    } catch {
+      c.stream.destroy(new Error("a batch channel answer does not parse"));
+      return;
+    }
+    const live = c.waiting.get(response.id);
+    if (!live) continue;
+    c.waiting.delete(response.id);
+    events.answered(live, response);
+  }
+  if (reader.oversized !== undefined)
+    c.stream.destroy(new Error(`a batch channel answer of ${reader.oversized} bytes is over the limit`));
 }
 
 /** A session's batch channel (channel.ts) and the frames it has sent that wait for their answer. */
@@ -625,12 +749,11 @@ function guard<T>(
  */
 function call(
   session: http2.ClientHttp2Session,
-  path: string,
-  body: Uint8Array,
-  timeoutMs: number,
-  signal: AbortSignal,
-  extra: Headers | undefined,
+  req: { path: string; body: Uint8Array; timeoutMs: number; signal: AbortSignal; extra: Headers | undefined },
+  /** The longest answer read: past it the stream is cancelled and the call fails ResourceExhausted. */
+  maxAnswer: number,
 ): Promise<Answer> {
+  const { path, body, timeoutMs, signal, extra } = req;
   rpcClientStats.streams++;
   return new Promise((resolve, reject) => {
     const headers: http2.OutgoingHttpHeaders = {
@@ -662,7 +785,13 @@ function call(
       status = Number(h[":status"]);
       responseHeaders = h;
     });
-    opened.on("data", (chunk: Buffer) => chunks.push(chunk));
+    let size = 0;
+    opened.on("data", (chunk: Buffer) => {
+      if (g.settled) return;
+      size += chunk.length;
+      if (size > maxAnswer) g.reject(tooLarge("response", size, maxAnswer, "at least "));
+      else chunks.push(chunk);
+    });
     opened.on("end", () =>
       g.resolve({
         status,
@@ -740,7 +869,9 @@ function sessionPool(
       const drop = () => {
         if (current === s) current = undefined;
       };
-      s.on("connect", events.connected);
+      // Up once the peer speaks HTTP/2 (its SETTINGS), not when TCP connects: a frozen process
+      // still accepts connections.
+      s.once("remoteSettings", events.connected);
       s.on("error", () => {
         drop();
         events.broken();

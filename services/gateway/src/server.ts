@@ -52,6 +52,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
     log,
     routes: authServiceRoutes(store),
     maxConnectionAgeMs: config.RPC_MAX_CONNECTION_AGE_MS,
+    maxMessageBytes: config.RPC_MAX_MESSAGE_BYTES,
   });
   const address = await app.listen({ port: config.PORT, host: config.HOST });
   log.info({ address, authPort: auth.port }, "gateway listening");

@@ -1,10 +1,12 @@
 import type { CheckResponse } from "@funil/contracts";
-import { rpcAddressStats } from "@funil/rpc";
+import { registerRpcServerMetrics, rpcAddressStats } from "@funil/rpc";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { HealthChecks } from "./health.js";
 
 /** Gauges read from every service at scrape time (one Check per service per scrape). */
 export const serviceMetrics = (health: HealthChecks) => (registry: Registry) => {
+  // The calls the gateway's own RPC server (AuthService) answers.
+  registerRpcServerMetrics(registry);
   let scrape: { at: number; answers: Promise<Array<readonly [string, CheckResponse | Error]>> } | undefined;
   const answers = () => {
     if (!scrape || Date.now() - scrape.at > 500) scrape = { at: Date.now(), answers: health.ask() };

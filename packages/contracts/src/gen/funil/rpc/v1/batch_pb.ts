@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/rpc/v1/batch.proto.
  */
 export const file_funil_rpc_v1_batch: GenFile = /*@__PURE__*/
-  fileDesc("ChhmdW5pbC9ycGMvdjEvYmF0Y2gucHJvdG8SDGZ1bmlsLnJwYy52MSI1CgtDYWxsUmVxdWVzdBImCgVjYWxscxgBIAMoCzIXLmZ1bmlsLnJwYy52MS5CYXRjaENhbGwiowEKCUJhdGNoQ2FsbBIMCgRwYXRoGAEgASgJEg0KBWlucHV0GAIgASgMEhIKCnRpbWVvdXRfbXMYAyABKA0SNQoHaGVhZGVycxgEIAMoCzIkLmZ1bmlsLnJwYy52MS5CYXRjaENhbGwuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjoKDENhbGxSZXNwb25zZRIqCgdyZXN1bHRzGAEgAygLMhkuZnVuaWwucnBjLnYxLkJhdGNoUmVzdWx0IpQBCgtCYXRjaFJlc3VsdBIOCgZzdGF0dXMYASABKA0SDAoEYm9keRgCIAEoDBI3CgdoZWFkZXJzGAMgAygLMiYuZnVuaWwucnBjLnYxLkJhdGNoUmVzdWx0LkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATJNCgxCYXRjaFNlcnZpY2USPQoEQ2FsbBIZLmZ1bmlsLnJwYy52MS5DYWxsUmVxdWVzdBoaLmZ1bmlsLnJwYy52MS5DYWxsUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChhmdW5pbC9ycGMvdjEvYmF0Y2gucHJvdG8SDGZ1bmlsLnJwYy52MSI1CgtDYWxsUmVxdWVzdBImCgVjYWxscxgBIAMoCzIXLmZ1bmlsLnJwYy52MS5CYXRjaENhbGwiowEKCUJhdGNoQ2FsbBIMCgRwYXRoGAEgASgJEg0KBWlucHV0GAIgASgMEhIKCnRpbWVvdXRfbXMYAyABKA0SNQoHaGVhZGVycxgEIAMoCzIkLmZ1bmlsLnJwYy52MS5CYXRjaENhbGwuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjoKDENhbGxSZXNwb25zZRIqCgdyZXN1bHRzGAEgAygLMhkuZnVuaWwucnBjLnYxLkJhdGNoUmVzdWx0IpQBCgtCYXRjaFJlc3VsdBIOCgZzdGF0dXMYASABKA0SDAoEYm9keRgCIAEoDBI3CgdoZWFkZXJzGAMgAygLMiYuZnVuaWwucnBjLnYxLkJhdGNoUmVzdWx0LkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJECg5DaGFubmVsUmVxdWVzdBImCgVjYWxscxgBIAMoCzIXLmZ1bmlsLnJwYy52MS5CYXRjaENhbGwSCgoCaWQYAiABKA0iaAoPQ2hhbm5lbFJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS5mdW5pbC5ycGMudjEuQmF0Y2hSZXN1bHQSCgoCaWQYAiABKA0SDgoGc3RhdHVzGAMgASgNEg0KBWVycm9yGAQgASgMMpkBCgxCYXRjaFNlcnZpY2USPQoEQ2FsbBIZLmZ1bmlsLnJwYy52MS5DYWxsUmVxdWVzdBoaLmZ1bmlsLnJwYy52MS5DYWxsUmVzcG9uc2USSgoHQ2hhbm5lbBIcLmZ1bmlsLnJwYy52MS5DaGFubmVsUmVxdWVzdBodLmZ1bmlsLnJwYy52MS5DaGFubmVsUmVzcG9uc2UoATABYgZwcm90bzM");
 
 /**
  * @generated from message funil.rpc.v1.CallRequest
@@ -124,6 +124,74 @@ export const BatchResultSchema: GenMessage<BatchResult> = /*@__PURE__*/
   messageDesc(file_funil_rpc_v1_batch, 3);
 
 /**
+ * @generated from message funil.rpc.v1.ChannelRequest
+ */
+export type ChannelRequest = Message<"funil.rpc.v1.ChannelRequest"> & {
+  /**
+   * The batch's calls, as in CallRequest.
+   *
+   * @generated from field: repeated funil.rpc.v1.BatchCall calls = 1;
+   */
+  calls: BatchCall[];
+
+  /**
+   * Names the request; its answer carries it back (1 to 2^32 - 1, then 1
+   * again; never two waiting at once).
+   *
+   * @generated from field: uint32 id = 2;
+   */
+  id: number;
+};
+
+/**
+ * Describes the message funil.rpc.v1.ChannelRequest.
+ * Use `create(ChannelRequestSchema)` to create a new message.
+ */
+export const ChannelRequestSchema: GenMessage<ChannelRequest> = /*@__PURE__*/
+  messageDesc(file_funil_rpc_v1_batch, 4);
+
+/**
+ * @generated from message funil.rpc.v1.ChannelResponse
+ */
+export type ChannelResponse = Message<"funil.rpc.v1.ChannelResponse"> & {
+  /**
+   * status 200: one per call, in the order of the request's calls.
+   *
+   * @generated from field: repeated funil.rpc.v1.BatchResult results = 1;
+   */
+  results: BatchResult[];
+
+  /**
+   * The id of the request answered.
+   *
+   * @generated from field: uint32 id = 2;
+   */
+  id: number;
+
+  /**
+   * 200, or the Connect protocol's status for the error of the batch as a
+   * whole: it did not parse, or the service is stopping and ran none of it.
+   *
+   * @generated from field: uint32 status = 3;
+   */
+  status: number;
+
+  /**
+   * status not 200: the Connect protocol's JSON error.
+   *
+   * @generated from field: bytes error = 4;
+   */
+  error: Uint8Array;
+};
+
+/**
+ * Describes the message funil.rpc.v1.ChannelResponse.
+ * Use `create(ChannelResponseSchema)` to create a new message.
+ */
+export const ChannelResponseSchema: GenMessage<ChannelResponse> = /*@__PURE__*/
+  messageDesc(file_funil_rpc_v1_batch, 5);
+
+/**
  * Served by every service (packages/rpc): several unary calls of one client,
  * made in the same turn of its event loop, carried by one HTTP/2 stream. Each
  * call is answered exactly as if it had come alone (same handler, same
@@ -140,6 +208,23 @@ export const BatchService: GenService<{
     methodKind: "unary";
     input: typeof CallRequestSchema;
     output: typeof CallResponseSchema;
+  },
+  /**
+   * The batch channel: one long-lived stream of a client's session that carries
+   * its batches, each answered on the same stream as soon as it is done, in
+   * any order (a frame on a stream already open costs both ends far less than
+   * a stream). The Connect protocol's streaming envelopes with binary messages
+   * (application/connect+proto). The service answers every request it has
+   * read before it ends the stream, so a request without an answer when the
+   * stream ends never ran. The services' own clients speak Connect with binary
+   * messages; gRPC and other Connect clients are answered too.
+   *
+   * @generated from rpc funil.rpc.v1.BatchService.Channel
+   */
+  channel: {
+    methodKind: "bidi_streaming";
+    input: typeof ChannelRequestSchema;
+    output: typeof ChannelResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_funil_rpc_v1_batch, 0);
