@@ -511,7 +511,7 @@ export type CreateOpportunityRequest = Message<"funil.crm.v1.CreateOpportunityRe
   input?: OpportunityInput | undefined;
 
   /**
-   * The Idempotency-Key header, when the caller sent one (API.md §9): the same key with the same input
+   * The Idempotency-Key header, when the caller sent one (docs/api/conventions.md §Idempotency-Key): the same key with the same input
    * answers what the first call answered, with response header funil-idempotent-replayed: true.
    *
    * @generated from field: optional string idempotency_key = 3;

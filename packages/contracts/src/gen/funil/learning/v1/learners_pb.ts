@@ -431,7 +431,7 @@ export const GetLearnerResponseSchema: GenMessage<GetLearnerResponse> = /*@__PUR
   messageDesc(file_funil_learning_v1_learners, 10);
 
 /**
- * Learner usage of the e-learning platform (SPEC.md §2 Learner, API.md §10).
+ * Learner usage of the e-learning platform (docs/api/learners.md §GET /platform/users, §Ingest).
  * The data is global: requests carry no workspace, and the gateway lets only
  * the operator workspace's keys with platform.read reach this service.
  *

@@ -345,7 +345,7 @@ export type CreateAppointmentRequest = Message<"funil.scheduling.v1.CreateAppoin
   input?: AppointmentInput | undefined;
 
   /**
-   * The Idempotency-Key header, when the caller sent one (API.md §9): the same key with the same input
+   * The Idempotency-Key header, when the caller sent one (docs/api/conventions.md §Idempotency-Key): the same key with the same input
    * answers what the first call answered, with response header funil-idempotent-replayed: true.
    *
    * @generated from field: optional string idempotency_key = 3;
@@ -520,7 +520,7 @@ export const RecordOutcomeResponseSchema: GenMessage<RecordOutcomeResponse> = /*
   messageDesc(file_funil_scheduling_v1_appointments, 13);
 
 /**
- * Meetings (appointments) booked on calendars (SPEC.md §4 Meetings, API.md §7).
+ * Meetings (appointments) booked on calendars (docs/api/meetings.md §GET /appointments, §POST /appointments).
  *
  * @generated from service funil.scheduling.v1.AppointmentService
  */

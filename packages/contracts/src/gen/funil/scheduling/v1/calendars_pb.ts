@@ -295,7 +295,7 @@ export const ListSlotsResponseSchema: GenMessage<ListSlotsResponse> = /*@__PURE_
   messageDesc(file_funil_scheduling_v1_calendars, 8);
 
 /**
- * Calendars of a workspace and their free slots (API.md §7). Every request
+ * Calendars of a workspace and their free slots (docs/api/meetings.md §GET /calendars/{id}/slots). Every request
  * carries the workspace id the gateway took from the caller's API key.
  *
  * @generated from service funil.scheduling.v1.CalendarService

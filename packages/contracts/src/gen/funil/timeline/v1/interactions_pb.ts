@@ -195,7 +195,7 @@ export const ListInteractionsResponseSchema: GenMessage<ListInteractionsResponse
   messageDesc(file_funil_timeline_v1_interactions, 2);
 
 /**
- * The global timeline of a workspace (SPEC.md §2 Interaction): messages,
+ * The global timeline of a workspace (docs/api/interactions.md §Interaction): messages,
  * calls, e-mails and notes, read-only; written by ingest over NATS.
  *
  * @generated from service funil.timeline.v1.InteractionService

@@ -141,8 +141,8 @@ export const GetDealSummaryResponseSchema: GenMessage<GetDealSummaryResponse> = 
   messageDesc(file_funil_timeline_v1_summaries, 4);
 
 /**
- * The single-read fields that come from the timeline (SPEC.md §2 Contact and
- * Deal): human touches and last activity, answered from per-contact summaries
+ * The single-read fields that come from the timeline (docs/api/contacts.md §GET /contacts/{id},
+ * docs/api/deals.md §GET /opportunities/{id}): human touches and last activity, answered from per-contact summaries
  * and indexed lookups, never from a scan of the history.
  *
  * @generated from service funil.timeline.v1.SummaryService

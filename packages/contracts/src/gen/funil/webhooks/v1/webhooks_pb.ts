@@ -715,7 +715,7 @@ export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@_
   messageDesc(file_funil_webhooks_v1_webhooks, 23);
 
 /**
- * Webhook subscriptions of a workspace and their deliveries (SPEC.md §2, API.md §11).
+ * Webhook subscriptions of a workspace and their deliveries (docs/api/webhooks.md §Subscription, §What a receiver gets).
  *
  * @generated from service funil.webhooks.v1.WebhookService
  */
