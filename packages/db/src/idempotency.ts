@@ -3,8 +3,8 @@ import { DomainError, type ErrorCode, type ErrorDetail, fail } from "@funil/erro
 import { isUniqueViolation, type Sql, type TransactionSql } from "./client.js";
 
 /**
- * Idempotency-Key (API.md §9), shared by every service that creates things
- * under a key (crm deals, scheduling appointments). The key row lives in the
+ * Idempotency-Key (docs/api/conventions.md §Idempotency-Key), shared by every
+ * service that creates or changes things under a key. The key row lives in the
  * owning service's database (table idempotency_keys, core migration), and is
  * claimed in the same transaction as the work it guards: either both commit
  * or neither does, so "created exactly once" is decided by the database.
@@ -30,7 +30,7 @@ export type IdempotentResult<T> = { replayed: false; value: T } | { replayed: tr
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Which failures a key remembers (API.md §9): every 4xx but 400
+ * Which failures a key remembers (docs/api/conventions.md §Idempotency-Key): every 4xx but 400
  * validation_failed (nothing was attempted) and 409 idempotency_key_in_use;
  * a 5xx, or any error that is not a domain error, is not remembered, so the
  * request can be retried.
@@ -101,11 +101,7 @@ export async function withIdempotency<T>(
           select fingerprint, status, response_body from idempotency_keys
           where workspace_id = ${req.workspaceId} and key = ${req.key}`;
         if (row?.status !== "completed") throw inUse();
-        if (row.fingerprint !== req.fingerprint)
-          throw fail(
-            "idempotency_key_reused",
-            "this Idempotency-Key was already used for a request with another method, path or body",
-          );
+        if (row.fingerprint !== req.fingerprint) throw reused();
         if ("error" in row.responseBody) throw replayedFailure(row.responseBody.error);
         return { replayed: true, ok: row.responseBody.ok };
       }
@@ -131,6 +127,48 @@ export async function withIdempotency<T>(
   }
   if ("failed" in outcome) throw outcome.failed;
   return outcome;
+}
+
+/**
+ * What a completed key answers, read before any check or call of the request
+ * is made again: a replay never depends on the state of the world since the
+ * first request (a slot since passed, a custom field since removed). Returns
+ * undefined when the key is free or in flight; withIdempotency decides those.
+ */
+export async function rememberedAnswer(
+  sql: Sql,
+  req: IdempotencyRequest,
+  now: Date,
+  retentionMs = IDEMPOTENCY_RETENTION_MS,
+): Promise<{ ok: unknown } | undefined> {
+  const [row] = await sql<{ fingerprint: string; responseBody: Remembered }[]>`
+    select fingerprint, response_body from idempotency_keys
+    where workspace_id = ${req.workspaceId} and key = ${req.key} and status = 'completed'
+      and created_at >= ${new Date(now.getTime() - retentionMs)}`;
+  if (!row) return undefined;
+  if (row.fingerprint !== req.fingerprint) throw reused();
+  if ("error" in row.responseBody) throw replayedFailure(row.responseBody.error);
+  return { ok: row.responseBody.ok };
+}
+
+/**
+ * Runs `work` in the caller's transaction when it holds one (the one that
+ * claimed an Idempotency-Key), in a savepoint so a store can retry a failed
+ * statement; else in a transaction of its own.
+ */
+export function inTransaction<T>(
+  sql: Sql,
+  outer: TransactionSql | undefined,
+  work: (tx: TransactionSql) => Promise<T>,
+): Promise<T> {
+  return (outer ? outer.savepoint(work) : sql.begin(work)) as Promise<T>;
+}
+
+function reused() {
+  return fail(
+    "idempotency_key_reused",
+    "this Idempotency-Key was already used for a request with another method, path or body",
+  );
 }
 
 function inUse() {

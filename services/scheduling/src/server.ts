@@ -49,6 +49,7 @@ export async function start(config: SchedulingConfig, clock: Clock) {
       });
       return {
         routes: routes({
+          sql,
           calendars: calendarStore(sql),
           appointments: appointmentStore(sql, (tx, type, meeting) =>
             infra.emit(tx, {

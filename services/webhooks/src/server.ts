@@ -21,6 +21,7 @@ export function webhookDeps(
   auth: WebhookDeps["auth"],
 ): WebhookDeps {
   return {
+    sql: infra.sql,
     subscriptions: subscriptionStore(infra.sql),
     deliveries: deliveryStore(infra.sql, (id) => infra.names.subject(`webhook.deliveries.${id}`)),
     auth,

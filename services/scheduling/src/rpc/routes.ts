@@ -1,5 +1,6 @@
 import type { Clock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
+import type { Sql } from "@funil/db";
 import { routesOf } from "@funil/rpc";
 import type { CrmDirectory } from "../crm.js";
 import type { AppointmentStore } from "../store/appointments.js";
@@ -9,6 +10,8 @@ import { appointmentService } from "./appointments.js";
 import { calendarService } from "./calendars.js";
 
 export interface SchedulingDeps {
+  /** The database of the stores, where Idempotency-Keys are claimed. */
+  sql: Sql;
   calendars: CalendarStore;
   appointments: AppointmentStore;
   guard: BookingGuard;

@@ -1,5 +1,6 @@
 import {
   type IdempotencyRequest,
+  inTransaction,
   isUniqueViolation,
   newId,
   type Sql,
@@ -221,8 +222,8 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
     },
 
     /** Cancel frees the time and the day's place in one transaction; a canceled meeting stays as it is. */
-    async cancel(workspaceId: string, id: string, reason: string | null, now: Date) {
-      return sql.begin(async (tx) => {
+    async cancel(workspaceId: string, id: string, reason: string | null, now: Date, outer?: TransactionSql) {
+      return inTransaction(sql, outer, async (tx) => {
         const found = await lock(tx, workspaceId, id);
         if (found.status === "canceled") return { meeting: found, changed: false };
         const [row] = await tx<AppointmentRecord[]>`
@@ -236,8 +237,8 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
     },
 
     /** Moves a scheduled meeting under the booking rules; the day's count moves with it. */
-    async reschedule(workspaceId: string, id: string, move: Move, now: Date) {
-      return sql.begin(async (tx) => {
+    async reschedule(workspaceId: string, id: string, move: Move, now: Date, outer?: TransactionSql) {
+      return inTransaction(sql, outer, async (tx) => {
         const found = await lock(tx, workspaceId, id);
         mustBeScheduled(found, "reschedule");
         if (isSameTime(found, move)) return { meeting: found, changed: false };
@@ -261,8 +262,14 @@ export function appointmentStore(sql: Sql, emit: EmitMeetingEvent) {
     },
 
     /** API.md §7: an outcome may be recorded at any time, and again (the last one stands). */
-    async recordOutcome(workspaceId: string, id: string, outcome: Outcome, now: Date) {
-      return sql.begin(async (tx) => {
+    async recordOutcome(
+      workspaceId: string,
+      id: string,
+      outcome: Outcome,
+      now: Date,
+      outer?: TransactionSql,
+    ) {
+      return inTransaction(sql, outer, async (tx) => {
         const found = await lock(tx, workspaceId, id);
         mustBeScheduled(found, "record an outcome of");
         const [row] = await tx<AppointmentRecord[]>`

@@ -43,6 +43,7 @@ beforeAll(async () => {
   );
   const transport = createRouterTransport(
     routes({
+      sql,
       subscriptions: subscriptionStore(sql),
       deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
       auth,
