@@ -26,6 +26,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Aborts this call, its retries and waits included. */
   signal?: AbortSignal;
+  /** Sees the final answer: its status (POST /contacts: 201 created, 200 updated) and headers. */
+  onResponse?: (response: Response) => void;
 }
 
 type Routes = typeof OPERATION_ROUTES;
@@ -83,7 +85,8 @@ export function createFunil(options: FunilOptions): Funil {
 
   async function call(operation: OperationName, init: Record<string, unknown> = {}) {
     const [method, path] = OPERATION_ROUTES[operation];
-    const { idempotencyKey, timeoutMs, signal, ...rest } = init as CallOptions & Record<string, unknown>;
+    const { idempotencyKey, timeoutMs, signal, onResponse, ...rest } = init as CallOptions &
+      Record<string, unknown>;
     const fetchOnce = retryingFetch(platformFetch, {
       retry,
       budget,
@@ -94,6 +97,7 @@ export function createFunil(options: FunilOptions): Funil {
     });
     const res = await api.request(method as never, path as never, { ...rest, fetch: fetchOnce } as never);
     const { data, error, response } = res as { data?: unknown; error?: unknown; response: Response };
+    onResponse?.(response);
     if (!response.ok) throw FunilError.of(response, error);
     return data;
   }
