@@ -102,7 +102,10 @@ export function typescriptSample(doc: Json, o: Operation): string {
       `headers: { authorization: "Bearer " + adminToken, "content-type": "application/json" }`,
     ];
     if (body !== undefined) init.push(`body: JSON.stringify(${JSON.stringify(body)})`);
-    return `// The admin API is not in @funil/client.\nconst res = await fetch(\`\${funilUrl}${url}\`, {\n  ${init.join(",\n  ")},\n});`;
+    const given = Object.keys(path)
+      .map((p) => `const ${p} = "${p}_…";\n`)
+      .join("");
+    return `// The admin API is not in @funil/client.\n${given}const res = await fetch(\`\${funilUrl}${url}\`, {\n  ${init.join(",\n  ")},\n});`;
   }
   const init: Record<string, unknown> = {};
   const p: Record<string, unknown> = {};
