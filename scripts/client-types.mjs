@@ -28,13 +28,18 @@ export async function openapiDocument() {
   return doc;
 }
 
-/** Each operation's method and path, for the client's one method per operation. */
+/**
+ * Each operation's method, path and whether it takes an Idempotency-Key, for the client's one method
+ * per operation (a POST without one is not retried once it may have reached the API).
+ */
 function routesOf(doc) {
   const lines = [];
   for (const [route, item] of Object.entries(doc.paths))
     for (const [method, op] of Object.entries(item))
-      if (op?.operationId && route.startsWith("/api/v1/"))
-        lines.push(`    ${op.operationId}: ["${method}", "${route}"],`);
+      if (op?.operationId && route.startsWith("/api/v1/")) {
+        const keyed = (op.parameters ?? []).some((p) => p.in === "header" && p.name === "idempotency-key");
+        lines.push(`    ${op.operationId}: ["${method}", "${route}", ${keyed}],`);
+      }
   return `export const OPERATION_ROUTES = {\n${lines.join("\n")}\n} as const;\n`;
 }
 

@@ -98,6 +98,15 @@ describe("@funil/client: retries and Idempotency-Key", () => {
     expect(all).toHaveLength(1);
   });
 
+  it("a POST that takes no Idempotency-Key is not sent again once it may have reached the API", async () => {
+    const w = watched((request) => (request.method === "POST" ? "drop-answer" : undefined));
+    const err = await client({ fetch: w.fetch })
+      .postOpportunitiesByIdRestore({ params: { path: { id: "opp_nope" } } })
+      .catch((e) => e);
+    expect(err).toMatchObject({ name: "FunilError", code: "network_error" });
+    expect(w.tries).toEqual([{ method: "POST", path: "/api/v1/opportunities/opp_nope/restore", key: null }]);
+  });
+
   it("the caller's own Idempotency-Key is sent as given; reads carry none", async () => {
     const w = watched();
     const funil = client({ fetch: w.fetch });

@@ -84,7 +84,7 @@ export function createFunil(options: FunilOptions): Funil {
   });
 
   async function call(operation: OperationName, init: Record<string, unknown> = {}) {
-    const [method, path] = OPERATION_ROUTES[operation];
+    const [method, path, keyed] = OPERATION_ROUTES[operation];
     const { idempotencyKey, timeoutMs, signal, onResponse, ...rest } = init as CallOptions &
       Record<string, unknown>;
     const fetchOnce = retryingFetch(platformFetch, {
@@ -92,7 +92,9 @@ export function createFunil(options: FunilOptions): Funil {
       budget,
       timeoutMs: timeoutMs ?? options.timeoutMs ?? 30_000,
       signal,
-      idempotencyKey: method === "post" ? (idempotencyKey ?? newKey()) : undefined,
+      idempotencyKey: keyed ? (idempotencyKey ?? newKey()) : undefined,
+      // A POST without a key may have done its work before a 503 or a lost answer: only a 429 is retried.
+      repeatable: method !== "post" || keyed,
       onRetry: options.onRetry && ((info) => options.onRetry!({ operation, ...info })),
     });
     const res = await api.request(method as never, path as never, { ...rest, fetch: fetchOnce } as never);

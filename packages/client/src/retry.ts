@@ -64,8 +64,10 @@ export interface TryOptions {
   timeoutMs: number;
   /** The caller's signal: aborts the call, its waits included. */
   signal?: AbortSignal;
-  /** Sent on every try of a request that has none (POST). */
+  /** Sent on every try of a request that has none (a POST that takes one). */
   idempotencyKey?: string;
+  /** Whether the request may be sent again once it may have reached the API (GET, PATCH, DELETE, a keyed POST). */
+  repeatable: boolean;
   /** Seen before each retry (logging, tests). */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
 }
@@ -142,7 +144,9 @@ export function retryingFetch(fetchImpl: typeof fetch, opts: TryOptions) {
         if (error.code === "aborted") throw error;
       }
       if (response && !RETRIED_STATUSES.has(response.status)) return response;
-      if (attempt > opts.retry.maxRetries || !opts.budget.withdraw()) {
+      // A 429 was refused before any work; anything else may have done it.
+      const retriable = response?.status === 429 || opts.repeatable;
+      if (!retriable || attempt > opts.retry.maxRetries || !opts.budget.withdraw()) {
         if (response) return response;
         throw error;
       }
