@@ -13,7 +13,12 @@ process.env.FUNIL_CHECK_TRANSACTIONS ||= "true";
 
 export default defineConfig({
   test: {
-    include: ["packages/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "tests/**/*.test.ts"],
+    include: [
+      "packages/*/src/**/*.test.ts",
+      "services/*/src/**/*.test.ts",
+      "tests/**/*.test.ts",
+      "examples/**/*.test.ts",
+    ],
     exclude: ["**/node_modules/**", "**/dist/**"],
     globalSetup: ["tests/setup/stack.ts"],
     testTimeout: 30_000,

@@ -3,8 +3,8 @@ import { DomainError, type ErrorCode, type ErrorDetail, fail } from "@funil/erro
 import { isUniqueViolation, type Sql, type TransactionSql } from "./client.js";
 
 /**
- * Idempotency-Key (docs/api/conventions.md §Idempotency-Key), shared by every service that creates things
- * under a key (crm deals, scheduling appointments). The key row lives in the
+ * Idempotency-Key (docs/api/conventions.md §Idempotency-Key), shared by every
+ * service that creates or changes things under a key. The key row lives in the
  * owning service's database (table idempotency_keys, core migration), and is
  * claimed in the same transaction as the work it guards: either both commit
  * or neither does, so "created exactly once" is decided by the database.
@@ -157,6 +157,19 @@ export async function withIdempotency<T>(
   }
   if ("failed" in outcome) throw outcome.failed;
   return outcome;
+}
+
+/**
+ * Runs `work` in the caller's transaction when it holds one (the one that
+ * claimed an Idempotency-Key), in a savepoint so a store can retry a failed
+ * statement; else in a transaction of its own.
+ */
+export function inTransaction<T>(
+  sql: Sql,
+  outer: TransactionSql | undefined,
+  work: (tx: TransactionSql) => Promise<T>,
+): Promise<T> {
+  return (outer ? outer.savepoint(work) : sql.begin(work)) as Promise<T>;
 }
 
 /** 409: another request with this key is in flight. */

@@ -31,7 +31,7 @@ export function outsideTransaction(call: string): void {
 }
 
 /** Runs `fn` as the body of a transaction: what it starts, awaited or not, is inside it. */
-export const inTransaction = <T>(fn: () => T): T => open.run(true, fn);
+export const asTransactionBody = <T>(fn: () => T): T => open.run(true, fn);
 
 type Fn = (...args: unknown[]) => unknown;
 
@@ -47,7 +47,7 @@ export function markingTransactions(sql: Sql, on = checkingTransactions()): Sql 
       if (prop !== "begin" || typeof value !== "function") return value;
       return (...args: unknown[]) => {
         const fn = args[args.length - 1] as Fn;
-        args[args.length - 1] = (tx: unknown) => inTransaction(() => fn(tx));
+        args[args.length - 1] = (tx: unknown) => asTransactionBody(() => fn(tx));
         return (value as Fn).apply(target, args);
       };
     },

@@ -8,6 +8,7 @@ export * from "./cursor.js";
 export * from "./errors.js";
 export * from "./fields.js";
 export * from "./health.js";
+export * from "./idempotent.js";
 export * from "./json.js";
 export { registerRpcServerMetrics } from "./metrics.js";
 export * from "./server.js";

@@ -34,6 +34,7 @@ export function crmDeps(infra: Pick<Infra, "sql" | "emit" | "clock">): CrmDeps {
     emitter(infra, pipelineWire.json, (p) => p.createdAt),
   );
   return {
+    sql,
     contacts: contactStore(
       sql,
       emitter(infra, contactWire.json, (c) => c.updatedAt),

@@ -22,6 +22,7 @@ export function schedulingDeps(
 ): SchedulingDeps {
   const { sql, clock } = infra;
   return {
+    sql,
     calendars: calendarStore(sql),
     appointments: appointmentStore(sql, (tx, type, meeting) =>
       infra.emit(tx, {

@@ -1,6 +1,6 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { CallInTransactionError, inTransaction } from "@funil/db";
+import { asTransactionBody, CallInTransactionError } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpPoster } from "./delivery.js";
 
@@ -93,7 +93,7 @@ describe("no HTTP while a transaction is open (docs/architecture.md §Rules that
   it("a POST started inside a PostgreSQL transaction's callback is refused, and never sent", async () => {
     const poster = httpPoster({ timeoutMs: 2000, allowPrivate: true });
     const before = hits;
-    expect(() => inTransaction(() => poster.post(`http://127.0.0.1:${port}/hook`, "{}", {}))).toThrow(
+    expect(() => asTransactionBody(() => poster.post(`http://127.0.0.1:${port}/hook`, "{}", {}))).toThrow(
       CallInTransactionError,
     );
     expect(hits).toBe(before);

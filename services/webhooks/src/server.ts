@@ -25,6 +25,7 @@ export function webhookDeps(
 ): WebhookDeps {
   const subject = (id: string) => infra.names.subject(`webhook.deliveries.${id}`);
   return {
+    sql: infra.sql,
     subscriptions: subscriptionStore(infra.sql),
     deliveries: deliveryStore(infra.sql, subject),
     resends: resendStore(infra.sql, subject),

@@ -1,14 +1,18 @@
-import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
+  type Contact,
   type ContactFields,
   ContactFieldsSchema,
+  ContactSchema,
   type ContactService,
   ListContactsRequestSchema,
+  UpsertContactResponseSchema,
 } from "@funil/contracts";
+import type { Sql } from "@funil/db";
 import { invalid, notFound } from "@funil/errors";
-import { keysetPage, plainOf } from "@funil/rpc";
+import { asMessageJson, idempotent, keysetPage, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
 import {
   check,
   idParam,
@@ -31,7 +35,15 @@ const reply = (r: ContactRecord) => ({ contact: contactWire.proto(r) });
 /** A checked body as the domain's changes: the same keys, null meaning "clear". */
 const changesOf = (body: z.output<typeof patchContactBody>): ContactChanges => body as ContactChanges;
 
+const rememberUpsert = asMessageJson(UpsertContactResponseSchema);
+/** Archive and unarchive answer the contact alone. */
+const rememberContact: Remember<{ contact: Contact }> = {
+  encode: (r) => toJson(ContactSchema, r.contact),
+  decode: (remembered) => ({ contact: fromJson(ContactSchema, remembered as JsonValue) }),
+};
+
 export function contactService(deps: {
+  sql: Sql;
   contacts: ContactStore;
   customFields: CustomFieldStore;
   clock: Clock;
@@ -40,6 +52,29 @@ export function contactService(deps: {
   const checkCustomFields = customFieldsGuard(deps.customFields);
   const fieldsOf = (req: { fields?: ContactFields }) =>
     plainOf(ContactFieldsSchema, req.fields ?? create(ContactFieldsSchema));
+
+  /** Archive and unarchive, each at most once per Idempotency-Key. */
+  async function setStatus(
+    req: { workspaceId: string; id: string; idempotencyKey?: string },
+    ctx: HandlerContext,
+    status: "active" | "archived",
+  ) {
+    const { id } = check(idParam, { id: req.id }, "path");
+    const call = {
+      sql: deps.sql,
+      workspaceId: req.workspaceId,
+      key: req.idempotencyKey,
+      operation: status === "archived" ? "ArchiveContact" : "UnarchiveContact",
+      input: { id },
+      now: clock.now(),
+      remember: rememberContact,
+    };
+    return idempotent(ctx, call, async (tx) => {
+      const row = await contacts.setStatus(req.workspaceId, id, status, call.now, tx);
+      if (!row) throw notFound("contact");
+      return reply(row);
+    });
+  }
 
   return {
     async listContacts(req) {
@@ -79,16 +114,30 @@ export function contactService(deps: {
       return reply(row);
     },
 
-    async upsertContact(req) {
-      const changes = changesOf(check(upsertContactBody, fieldsOf(req), "body"));
+    async upsertContact(req, ctx) {
+      const plain = fieldsOf(req);
+      const changes = changesOf(check(upsertContactBody, plain, "body"));
       // An upsert erases nothing: a null is the same as an absent field.
       for (const key of Object.keys(changes) as Array<keyof ContactChanges>)
         if (changes[key] === null) delete changes[key];
       if (!phoneDigits(changes.phone) && !emailKey(changes.email))
         throw invalid([{ path: "body.phone", message: "phone or email is required" }], "body");
+      const call = {
+        sql: deps.sql,
+        workspaceId: req.workspaceId,
+        key: req.idempotencyKey,
+        operation: "UpsertContact",
+        input: plain,
+        now: clock.now(),
+        remember: rememberUpsert,
+      };
+      const replay = await replayOf(ctx, call);
+      if (replay) return replay;
       await checkCustomFields(req.workspaceId, "contact", changes.customFields);
-      const { contact, created } = await contacts.upsert(req.workspaceId, changes, clock.now());
-      return { ...reply(contact), created };
+      return runOnce(ctx, call, async (tx) => {
+        const { contact, created } = await contacts.upsert(req.workspaceId, changes, call.now, tx);
+        return { ...reply(contact), created };
+      });
     },
 
     async updateContact(req) {
@@ -100,18 +149,12 @@ export function contactService(deps: {
       return reply(row);
     },
 
-    async archiveContact(req) {
-      const { id } = check(idParam, { id: req.id }, "path");
-      const row = await contacts.setStatus(req.workspaceId, id, "archived", clock.now());
-      if (!row) throw notFound("contact");
-      return reply(row);
+    async archiveContact(req, ctx) {
+      return setStatus(req, ctx, "archived");
     },
 
-    async unarchiveContact(req) {
-      const { id } = check(idParam, { id: req.id }, "path");
-      const row = await contacts.setStatus(req.workspaceId, id, "active", clock.now());
-      if (!row) throw notFound("contact");
-      return reply(row);
+    async unarchiveContact(req, ctx) {
+      return setStatus(req, ctx, "active");
     },
   };
 }

@@ -1,26 +1,46 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
-import { CreateNoteRequestSchema, type NoteService } from "@funil/contracts";
-import { plainOf } from "@funil/rpc";
+import { CreateNoteRequestSchema, CreateNoteResponseSchema, type NoteService } from "@funil/contracts";
+import type { Sql } from "@funil/db";
+import { asMessageJson, idempotent, plainOf } from "@funil/rpc";
 import { check, createNoteBody } from "@funil/schemas";
 import type { NoteStore } from "../store/notes.js";
 import { noteWire } from "./wire.js";
 
-export function noteService(deps: { notes: NoteStore; clock: Clock }): ServiceImpl<typeof NoteService> {
+const rememberCreated = asMessageJson(CreateNoteResponseSchema);
+
+export function noteService(deps: {
+  sql: Sql;
+  notes: NoteStore;
+  clock: Clock;
+}): ServiceImpl<typeof NoteService> {
   return {
-    async createNote(req) {
-      const body = check(createNoteBody, plainOf(CreateNoteRequestSchema, req), "body");
-      const note = await deps.notes.create(
-        req.workspaceId,
-        {
-          contactId: body.contactId,
-          opportunityId: body.opportunityId ?? undefined,
-          body: body.body,
-          userId: body.userId,
-        },
-        deps.clock.now(),
-      );
-      return { note: noteWire.proto(note) };
+    async createNote(req, ctx) {
+      const plain = plainOf(CreateNoteRequestSchema, req, ["workspaceId", "idempotencyKey"]);
+      const body = check(createNoteBody, plain, "body");
+      const call = {
+        sql: deps.sql,
+        workspaceId: req.workspaceId,
+        key: req.idempotencyKey,
+        operation: "CreateNote",
+        input: plain,
+        now: deps.clock.now(),
+        remember: rememberCreated,
+      };
+      return idempotent(ctx, call, async (tx) => {
+        const note = await deps.notes.create(
+          req.workspaceId,
+          {
+            contactId: body.contactId,
+            opportunityId: body.opportunityId ?? undefined,
+            body: body.body,
+            userId: body.userId,
+          },
+          call.now,
+          tx,
+        );
+        return { note: noteWire.proto(note) };
+      });
     },
   };
 }

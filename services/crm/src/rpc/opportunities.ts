@@ -3,24 +3,24 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
   ListOpportunitiesRequestSchema,
+  type Opportunity,
   type OpportunityFields,
   OpportunityFieldsSchema,
   OpportunityInputSchema,
   OpportunitySchema,
   type OpportunityService,
 } from "@funil/contracts";
-import { requestFingerprint } from "@funil/db";
+import type { Sql } from "@funil/db";
 import { notFound } from "@funil/errors";
-import { fromApiJson, keysetPage, plainOf, REPLAYED_HEADER } from "@funil/rpc";
+import { fromApiJson, keysetPage, plainOf, type Remember, replayOf, runOnce, toApiJson } from "@funil/rpc";
 import {
   check,
   createDealBody,
-  idempotencyKey,
   idParam,
   instant,
   listDealsQuery,
   patchDealBody,
-  z,
+  type z,
 } from "@funil/schemas";
 import type { DealChanges, DealInput, DealRecord } from "../deals.js";
 import type { CustomFieldStore } from "../store/custom-fields.js";
@@ -29,7 +29,12 @@ import { customFieldsGuard } from "./custom-fields.js";
 import { dealWire } from "./wire.js";
 
 const LIST = "opportunities";
-const keyHeader = z.object({ "idempotency-key": idempotencyKey });
+
+/** A created deal is remembered under its key as the API shows it. */
+const rememberDeal: Remember<{ opportunity: Opportunity }> = {
+  encode: (r) => toApiJson(OpportunitySchema, r.opportunity),
+  decode: (ok) => ({ opportunity: fromApiJson(OpportunitySchema, ok) }),
+};
 
 /** On create a null means "not given". */
 const given = <T>(v: T | null | undefined) => v ?? undefined;
@@ -67,6 +72,7 @@ function changesOf(body: z.output<typeof patchDealBody>): DealChanges {
 }
 
 export function opportunityService(deps: {
+  sql: Sql;
   deals: DealStore;
   customFields: CustomFieldStore;
   clock: Clock;
@@ -114,32 +120,25 @@ export function opportunityService(deps: {
       return reply(row);
     },
 
-    /**
-     * Create, at most once per Idempotency-Key (docs/api/conventions.md §Idempotency-Key): a replay answers
-     * the remembered deal, or throws the remembered failure, with the
-     * response header funil-idempotent-replayed.
-     */
+    /** Create, at most once per Idempotency-Key (docs/api/conventions.md §Idempotency-Key). */
     async createOpportunity(req, ctx) {
       const plain = plainOf(OpportunityInputSchema, req.input ?? create(OpportunityInputSchema));
       const input = inputOf(check(createDealBody, plain, "body"));
+      const call = {
+        sql: deps.sql,
+        workspaceId: req.workspaceId,
+        key: req.idempotencyKey,
+        operation: "CreateOpportunity",
+        input: plain,
+        now: clock.now(),
+        remember: rememberDeal,
+      };
+      const replay = await replayOf(ctx, call);
+      if (replay) return replay;
       await checkCustomFields(req.workspaceId, "opportunity", input.customFields);
-      const now = clock.now();
-      if (req.idempotencyKey === undefined) return reply(await deals.create(req.workspaceId, input, now));
-      const { "idempotency-key": key } = check(
-        keyHeader,
-        { "idempotency-key": req.idempotencyKey },
-        "headers",
-      );
-      const fingerprint = requestFingerprint("CreateOpportunity", plain);
-      const result = await deals.createOnce(
-        { workspaceId: req.workspaceId, key, fingerprint },
-        input,
-        now,
-        (deal) => dealWire.json(deal),
-      );
-      if (!result.replayed) return reply(result.value);
-      ctx.responseHeader.set(REPLAYED_HEADER, "true");
-      return { opportunity: fromApiJson(OpportunitySchema, result.ok) };
+      return runOnce(ctx, call, async (tx) => ({
+        opportunity: dealWire.proto(await deals.create(req.workspaceId, input, call.now, tx)),
+      }));
     },
 
     async updateOpportunity(req) {

@@ -1,5 +1,6 @@
 import type { Clock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
+import type { Sql } from "@funil/db";
 import { routesOf } from "@funil/rpc";
 import type { ContactStore } from "../store/contacts.js";
 import type { CustomFieldStore } from "../store/custom-fields.js";
@@ -19,6 +20,8 @@ import { pipelineService } from "./pipelines.js";
 import { taskService } from "./tasks.js";
 
 export interface CrmDeps {
+  /** The database the stores write to, where Idempotency-Keys are claimed. */
+  sql: Sql;
   contacts: ContactStore;
   customFields: CustomFieldStore;
   members: MemberStore;

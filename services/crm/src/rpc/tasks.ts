@@ -1,8 +1,14 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
-import { type TaskFields, TaskFieldsSchema, type TaskService } from "@funil/contracts";
-import { keysetPage, plainOf } from "@funil/rpc";
+import {
+  CreateTaskResponseSchema,
+  type TaskFields,
+  TaskFieldsSchema,
+  type TaskService,
+} from "@funil/contracts";
+import type { Sql } from "@funil/db";
+import { asMessageJson, idempotent, keysetPage, plainOf } from "@funil/rpc";
 import {
   check,
   createTaskBody,
@@ -17,6 +23,7 @@ import type { TaskChanges, TaskRecord } from "../tasks.js";
 import { taskWire } from "./wire.js";
 
 const LIST = "tasks";
+const rememberCreated = asMessageJson(CreateTaskResponseSchema);
 
 function changesOf(body: z.output<typeof patchTaskBody>): TaskChanges {
   const { title, dueAt, ...rest } = body;
@@ -26,7 +33,11 @@ function changesOf(body: z.output<typeof patchTaskBody>): TaskChanges {
   return changes;
 }
 
-export function taskService(deps: { tasks: TaskStore; clock: Clock }): ServiceImpl<typeof TaskService> {
+export function taskService(deps: {
+  sql: Sql;
+  tasks: TaskStore;
+  clock: Clock;
+}): ServiceImpl<typeof TaskService> {
   const { tasks, clock } = deps;
   const fieldsOf = (fields: TaskFields | undefined) =>
     plainOf(TaskFieldsSchema, fields ?? create(TaskFieldsSchema));
@@ -61,9 +72,21 @@ export function taskService(deps: { tasks: TaskStore; clock: Clock }): ServiceIm
       return { data: rows.map((t) => taskWire.proto(t)), nextCursor };
     },
 
-    async createTask(req) {
-      const changes = changesOf(check(createTaskBody, fieldsOf(req.fields), "body"));
-      return reply(await tasks.create(req.workspaceId, { ...changes, title: changes.title! }, clock.now()));
+    async createTask(req, ctx) {
+      const plain = fieldsOf(req.fields);
+      const changes = changesOf(check(createTaskBody, plain, "body"));
+      const call = {
+        sql: deps.sql,
+        workspaceId: req.workspaceId,
+        key: req.idempotencyKey,
+        operation: "CreateTask",
+        input: plain,
+        now: clock.now(),
+        remember: rememberCreated,
+      };
+      return idempotent(ctx, call, async (tx) =>
+        reply(await tasks.create(req.workspaceId, { ...changes, title: changes.title! }, call.now, tx)),
+      );
     },
 
     async updateTask(req) {

@@ -1,5 +1,6 @@
 import {
   coalescedReads,
+  inTransaction,
   isUniqueViolation,
   newId,
   pageLimit,
@@ -130,12 +131,12 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
      * a concurrent insert of the same phone makes this attempt fail with a
      * unique violation, and the retry finds and fills the winner's row.
      */
-    async upsert(workspaceId: string, input: ContactChanges, now: Date) {
+    async upsert(workspaceId: string, input: ContactChanges, now: Date, outer?: TransactionSql) {
       const digits = phoneDigits(input.phone);
       const email = emailKey(input.email);
       for (let attempt = 1; ; attempt++) {
         try {
-          return await sql.begin(async (tx) => {
+          return await inTransaction(sql, outer, async (tx) => {
             const byPhone = digits
               ? await lockOne(tx, sql`workspace_id = ${workspaceId} and phone_digits = ${digits}`)
               : undefined;
@@ -206,8 +207,14 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
     },
 
     /** Archive and unarchive: idempotent; only a real change moves updatedAt and emits. */
-    async setStatus(workspaceId: string, id: string, status: "active" | "archived", now: Date) {
-      return sql.begin(async (tx) => {
+    async setStatus(
+      workspaceId: string,
+      id: string,
+      status: "active" | "archived",
+      now: Date,
+      outer?: TransactionSql,
+    ) {
+      return inTransaction(sql, outer, async (tx) => {
         const found = await lockOne(tx, sql`workspace_id = ${workspaceId} and id = ${id}`);
         if (!found || found.status === status) return found;
         const [row] = await tx<ContactRecord[]>`

@@ -1,12 +1,4 @@
-import {
-  coalescedReads,
-  type IdempotencyRequest,
-  newId,
-  pageLimit,
-  type Sql,
-  type TransactionSql,
-  withIdempotency,
-} from "@funil/db";
+import { coalescedReads, inTransaction, newId, pageLimit, type Sql, type TransactionSql } from "@funil/db";
 import { invalidReference, notFound } from "@funil/errors";
 import {
   applyDealPatch,
@@ -186,20 +178,14 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
       return row ? toRecord(row) : undefined;
     },
 
-    async create(workspaceId: string, input: DealInput, now: Date): Promise<DealRecord> {
-      return sql.begin((tx) => createIn(tx, workspaceId, input, now));
-    },
-
-    /** Create under an Idempotency-Key: the key's claim and the deal commit together (docs/api/conventions.md §Idempotency-Key). */
-    async createOnce(
-      request: IdempotencyRequest,
+    /** Create; `outer` is the transaction of an Idempotency-Key, when the request has one. */
+    async create(
+      workspaceId: string,
       input: DealInput,
       now: Date,
-      encode: (deal: DealRecord) => unknown,
-    ) {
-      return withIdempotency(sql, request, { now, encode }, (tx) =>
-        createIn(tx, request.workspaceId, input, now),
-      );
+      outer?: TransactionSql,
+    ): Promise<DealRecord> {
+      return inTransaction(sql, outer, (tx) => createIn(tx, workspaceId, input, now));
     },
 
     /** PATCH (docs/api/deals.md §PATCH /opportunities/{id}); a change that changes nothing writes and emits nothing. */

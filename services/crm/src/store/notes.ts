@@ -1,4 +1,4 @@
-import { newId, type Sql, type TransactionSql } from "@funil/db";
+import { inTransaction, newId, type Sql, type TransactionSql } from "@funil/db";
 import { invalidReference } from "@funil/errors";
 import { checkReferences, mapWriteError, type Reference } from "./references.js";
 
@@ -24,8 +24,9 @@ export function noteStore(sql: Sql, emit: EmitNoteEvent) {
       workspaceId: string,
       input: { contactId: string; opportunityId?: string; body: string; userId: string },
       now: Date,
+      outer?: TransactionSql,
     ): Promise<NoteRecord> {
-      return sql.begin(async (tx) => {
+      return inTransaction(sql, outer, async (tx) => {
         const refs: Reference[] = [
           { path: "contactId", kind: "contact", id: input.contactId },
           { path: "userId", kind: "member", id: input.userId },

@@ -1,4 +1,4 @@
-import { newId, pageLimit, type Sql, type TransactionSql } from "@funil/db";
+import { inTransaction, newId, pageLimit, type Sql, type TransactionSql } from "@funil/db";
 import { invalidReference, notFound } from "@funil/errors";
 import {
   applyTaskPatch,
@@ -91,8 +91,9 @@ export function taskStore(sql: Sql, emit: EmitTaskEvent) {
       workspaceId: string,
       input: TaskChanges & { title: string },
       now: Date,
+      outer?: TransactionSql,
     ): Promise<TaskRecord> {
-      return sql.begin(async (tx) => {
+      return inTransaction(sql, outer, async (tx) => {
         const state = newTask(input, now);
         await resolveReferences(tx, workspaceId, state, input);
         try {

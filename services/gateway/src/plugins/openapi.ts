@@ -3,6 +3,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import { DOCS_CSP, renderDocsPage } from "../docs/page.js";
 import { openapiWebhooks } from "../events/catalog.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is walked as plain JSON
@@ -146,7 +147,8 @@ export const openapiPlugin = fp(async (app: FastifyInstance) => {
       info: {
         title: "Funil API",
         version: "1.0.0",
-        description: "Sales CRM API. Keys and scopes: docs/api/conventions.md in the repository.",
+        description:
+          "Sales CRM API. /docs opens with guides: first call, keys and scopes, errors, pagination, rate limits, retries and idempotency, webhooks, events.",
         license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
       },
       servers: [{ url: "/" }],
@@ -161,6 +163,12 @@ export const openapiPlugin = fp(async (app: FastifyInstance) => {
     transform: jsonSchemaTransform,
     transformObject: (input) => completeDocument(jsonSchemaTransformObject(input)),
   });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  // Swagger UI's assets are served from the package (validatorUrl off): it works offline too.
+  await app.register(swaggerUi, { routePrefix: "/docs/explorer", uiConfig: { validatorUrl: null } });
   app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  let page: string | undefined;
+  app.get("/docs", { schema: { hide: true } }, async (_req, reply) => {
+    page ??= renderDocsPage(app.swagger());
+    return reply.type("text/html; charset=utf-8").header("content-security-policy", DOCS_CSP).send(page);
+  });
 });

@@ -5,13 +5,25 @@ import {
   AppointmentSchema,
   type AppointmentService,
   CancelAppointmentRequestSchema,
+  CancelAppointmentResponseSchema,
   ListAppointmentsRequestSchema,
   RecordOutcomeRequestSchema,
+  RecordOutcomeResponseSchema,
   RescheduleAppointmentRequestSchema,
+  RescheduleAppointmentResponseSchema,
 } from "@funil/contracts";
 import { requestFingerprint } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
-import { fromApiJson, keysetPage, plainOf, REPLAYED_HEADER } from "@funil/rpc";
+import {
+  asMessageJson,
+  fromApiJson,
+  idempotent,
+  keysetPage,
+  plainOf,
+  REPLAYED_HEADER,
+  replayOf,
+  runOnce,
+} from "@funil/rpc";
 import {
   cancelAppointmentBody,
   check,
@@ -28,15 +40,23 @@ import { type BookingDeps, bookAppointment } from "../book-appointment.js";
 import { type AppointmentRecord, checkAssignee, mustBeScheduled } from "../booking.js";
 import { placeOnGrid } from "../slots.js";
 import type { AppointmentFilters } from "../store/appointments.js";
+import type { SchedulingDeps } from "./routes.js";
 import { appointmentWire } from "./wire.js";
 
 const LIST = "appointments";
 const keyHeader = z.object({ "idempotency-key": idempotencyKey });
+/** Fields of a change request that are not its body. */
+const NOT_BODY = ["workspaceId", "id", "idempotencyKey"];
+const remember = {
+  cancel: asMessageJson(CancelAppointmentResponseSchema),
+  reschedule: asMessageJson(RescheduleAppointmentResponseSchema),
+  outcome: asMessageJson(RecordOutcomeResponseSchema),
+};
 
 type Impl = ServiceImpl<typeof AppointmentService>;
 const reply = (r: AppointmentRecord) => ({ appointment: appointmentWire.proto(r) });
 
-export function appointmentService(deps: BookingDeps): Impl {
+export function appointmentService(deps: SchedulingDeps): Impl {
   return { ...meetingReads(deps), ...booking(deps), ...meetingChanges(deps) };
 }
 
@@ -103,77 +123,97 @@ function booking(deps: BookingDeps) {
   } satisfies Pick<Impl, "createAppointment">;
 }
 
-/** Changes to a booked meeting: cancel, reschedule, outcome. */
-function meetingChanges(deps: BookingDeps) {
+/**
+ * Changes to a booked meeting: cancel, reschedule, outcome, each at most once per Idempotency-Key
+ * (docs/api/conventions.md §Idempotency-Key) when the caller sent one; Redis only outside the key's
+ * transaction.
+ */
+function meetingChanges(deps: SchedulingDeps) {
   const { appointments, calendars, guard, clock } = deps;
+  /** A change of one meeting under the caller's Idempotency-Key, when it sent one. */
+  const changeCall = <R>(
+    req: { workspaceId: string; idempotencyKey?: string },
+    operation: string,
+    input: unknown,
+    rememberAs: R,
+  ) => ({
+    sql: deps.sql,
+    workspaceId: req.workspaceId,
+    key: req.idempotencyKey,
+    operation,
+    input,
+    now: clock.now(),
+    remember: rememberAs,
+  });
   return {
-    async cancelAppointment(req) {
+    async cancelAppointment(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
-      const body = check(
-        cancelAppointmentBody,
-        plainOf(CancelAppointmentRequestSchema, req, ["workspaceId", "id"]),
-        "body",
-      );
-      const { meeting, changed } = await appointments.cancel(
-        req.workspaceId,
-        id,
-        body.reason ?? null,
-        clock.now(),
-      );
-      if (changed) await guard.forgetDays(meeting.calendarId, [meeting.localDay]);
-      return reply(meeting);
+      const plain = plainOf(CancelAppointmentRequestSchema, req, NOT_BODY);
+      const body = check(cancelAppointmentBody, plain, "body");
+      const call = changeCall(req, "CancelAppointment", { id, ...plain }, remember.cancel);
+      let freed: AppointmentRecord | undefined;
+      const res = await idempotent(ctx, call, async (tx) => {
+        const { meeting, changed } = await appointments.cancel(
+          req.workspaceId,
+          id,
+          body.reason ?? null,
+          call.now,
+          tx,
+        );
+        if (changed) freed = meeting;
+        return reply(meeting);
+      });
+      // Redis only once the transaction is over.
+      if (freed) await guard.forgetDays(freed.calendarId, [freed.localDay]);
+      return res;
     },
 
-    async rescheduleAppointment(req) {
+    async rescheduleAppointment(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
-      const body = check(
-        rescheduleAppointmentBody,
-        plainOf(RescheduleAppointmentRequestSchema, req, ["workspaceId", "id"]),
-        "body",
-      );
+      const plain = plainOf(RescheduleAppointmentRequestSchema, req, NOT_BODY);
+      const body = check(rescheduleAppointmentBody, plain, "body");
+      const call = changeCall(req, "RescheduleAppointment", { id, ...plain }, remember.reschedule);
+      const replay = await replayOf(ctx, call);
+      if (replay) return replay;
       const current = await appointments.get(req.workspaceId, id);
       if (!current) throw notFound("appointment");
       mustBeScheduled(current, "reschedule");
       const calendar = (await calendars.get(req.workspaceId, current.calendarId))!;
       const assigneeUserId = body.assigneeUserId ?? current.assigneeUserId;
       checkAssignee(calendar, assigneeUserId);
-      const slot = placeOnGrid(
-        calendar,
-        instant(body.startAt),
-        instant(body.endAt) ?? undefined,
-        clock.now(),
-      );
+      const slot = placeOnGrid(calendar, instant(body.startAt), instant(body.endAt) ?? undefined, call.now);
       const releaseTime = await guard.claimTime(req.workspaceId, assigneeUserId, slot.startAt);
       if (releaseTime === "taken")
         throw fail("slot_taken", "the assignee's time is being booked by another request");
+      const move = {
+        assigneeUserId,
+        startAt: slot.startAt,
+        endAt: slot.endAt,
+        localDay: slot.day,
+        dailyCap: calendar.dailyCap,
+      };
       try {
-        const { meeting, changed } = await appointments.reschedule(
-          req.workspaceId,
-          id,
-          {
-            assigneeUserId,
-            startAt: slot.startAt,
-            endAt: slot.endAt,
-            localDay: slot.day,
-            dailyCap: calendar.dailyCap,
-          },
-          clock.now(),
-        );
-        if (changed) await guard.forgetDays(calendar.id, [current.localDay, slot.day]);
-        return reply(meeting);
+        let moved = false;
+        const res = await runOnce(ctx, call, async (tx) => {
+          const { meeting, changed } = await appointments.reschedule(req.workspaceId, id, move, call.now, tx);
+          moved = changed;
+          return reply(meeting);
+        });
+        if (moved) await guard.forgetDays(calendar.id, [current.localDay, slot.day]);
+        return res;
       } finally {
         await releaseTime();
       }
     },
 
-    async recordOutcome(req) {
+    async recordOutcome(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
-      const { outcome } = check(
-        outcomeBody,
-        plainOf(RecordOutcomeRequestSchema, req, ["workspaceId", "id"]),
-        "body",
+      const plain = plainOf(RecordOutcomeRequestSchema, req, NOT_BODY);
+      const { outcome } = check(outcomeBody, plain, "body");
+      const call = changeCall(req, "RecordOutcome", { id, ...plain }, remember.outcome);
+      return idempotent(ctx, call, async (tx) =>
+        reply(await appointments.recordOutcome(req.workspaceId, id, outcome, call.now, tx)),
       );
-      return reply(await appointments.recordOutcome(req.workspaceId, id, outcome, clock.now()));
     },
   } satisfies Pick<Impl, "cancelAppointment" | "rescheduleAppointment" | "recordOutcome">;
 }

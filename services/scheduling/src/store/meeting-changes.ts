@@ -1,4 +1,4 @@
-import type { Sql } from "@funil/db";
+import { inTransaction, type Sql, type TransactionSql } from "@funil/db";
 import { type AppointmentRecord, isSameTime, type Move, mustBeScheduled, type Outcome } from "../booking.js";
 import {
   addToDay,
@@ -9,12 +9,15 @@ import {
   removeFromDay,
 } from "./rows.js";
 
-/** Changes to a booked meeting: cancel, reschedule, outcome; each locks the meeting and emits its event. */
+/**
+ * Changes to a booked meeting: cancel, reschedule, outcome; each locks the meeting and emits its event.
+ * `outer`: the transaction that claimed the request's Idempotency-Key, when it has one.
+ */
 export function meetingChangeStore(sql: Sql, emit: EmitMeetingEvent) {
   return {
     /** Cancel frees the time and the day's place in one transaction; a canceled meeting stays as it is. */
-    async cancel(workspaceId: string, id: string, reason: string | null, now: Date) {
-      return sql.begin(async (tx) => {
+    async cancel(workspaceId: string, id: string, reason: string | null, now: Date, outer?: TransactionSql) {
+      return inTransaction(sql, outer, async (tx) => {
         const found = await lockMeeting(tx, workspaceId, id);
         if (found.status === "canceled") return { meeting: found, changed: false };
         const [row] = await tx<AppointmentRecord[]>`
@@ -28,8 +31,8 @@ export function meetingChangeStore(sql: Sql, emit: EmitMeetingEvent) {
     },
 
     /** Moves a scheduled meeting under the booking rules; the day's count moves with it. */
-    async reschedule(workspaceId: string, id: string, move: Move, now: Date) {
-      return sql.begin(async (tx) => {
+    async reschedule(workspaceId: string, id: string, move: Move, now: Date, outer?: TransactionSql) {
+      return inTransaction(sql, outer, async (tx) => {
         const found = await lockMeeting(tx, workspaceId, id);
         mustBeScheduled(found, "reschedule");
         if (isSameTime(found, move)) return { meeting: found, changed: false };
@@ -53,8 +56,14 @@ export function meetingChangeStore(sql: Sql, emit: EmitMeetingEvent) {
     },
 
     /** docs/api/meetings.md: an outcome may be recorded at any time, and again (the last one stands). */
-    async recordOutcome(workspaceId: string, id: string, outcome: Outcome, now: Date) {
-      return sql.begin(async (tx) => {
+    async recordOutcome(
+      workspaceId: string,
+      id: string,
+      outcome: Outcome,
+      now: Date,
+      outer?: TransactionSql,
+    ) {
+      return inTransaction(sql, outer, async (tx) => {
         const found = await lockMeeting(tx, workspaceId, id);
         mustBeScheduled(found, "record an outcome of");
         const [row] = await tx<AppointmentRecord[]>`

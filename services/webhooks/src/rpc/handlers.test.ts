@@ -45,6 +45,7 @@ beforeAll(async () => {
   );
   const transport = createRouterTransport(
     routes({
+      sql,
       subscriptions: subscriptionStore(sql),
       deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
       resends: resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),

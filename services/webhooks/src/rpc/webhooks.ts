@@ -1,15 +1,19 @@
-import { create } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
   type AuthService,
+  type CreateWebhookResponse,
+  CreateWebhookResponseSchema,
   ListAttemptsRequestSchema,
+  SubscriptionSchema,
   type WebhookFields,
   WebhookFieldsSchema,
   type WebhookService,
 } from "@funil/contracts";
+import type { Sql } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
-import { keysetPage, plainOf } from "@funil/rpc";
+import { keysetPage, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
 import {
   check,
   createWebhookBody,
@@ -32,6 +36,8 @@ import { checkTargetUrl, type TargetPolicy } from "../targets.js";
 import { attemptWire, deliveryWire, subscriptionWire } from "./wire.js";
 
 export interface WebhookDeps {
+  /** The database of the stores, where Idempotency-Keys are claimed. */
+  sql: Sql;
   subscriptions: SubscriptionStore;
   deliveries: DeliveryStore;
   resends: ResendStore;
@@ -43,9 +49,29 @@ export interface WebhookDeps {
 }
 
 const id = (value: string) => check(idParam, { id: value }, "path").id;
+/**
+ * A created subscription remembered under its Idempotency-Key: the secret
+ * sealed as the subscription keeps it, never in clear, and opened for a replay.
+ */
+function rememberCreated(box: SecretBox): Remember<CreateWebhookResponse> {
+  return {
+    encode: (r) => ({
+      subscription: toJson(SubscriptionSchema, r.subscription!),
+      secret: box.seal(r.secret),
+    }),
+    decode: (remembered) => {
+      const { subscription, secret } = remembered as { subscription: JsonValue; secret: string };
+      return create(CreateWebhookResponseSchema, {
+        subscription: fromJson(SubscriptionSchema, subscription),
+        secret: box.open(secret),
+      });
+    },
+  };
+}
 
 export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookService> {
   const { subscriptions, clock } = deps;
+  const remembered = rememberCreated(deps.secrets);
   const fieldsOf = (fields: WebhookFields | undefined) =>
     plainOf(WebhookFieldsSchema, fields ?? create(WebhookFieldsSchema));
   const reply = (s: Parameters<typeof subscriptionWire.proto>[0]) => ({
@@ -91,19 +117,36 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       return reply(await found(req.workspaceId, id));
     },
 
-    async createWebhook(req) {
-      const body = check(createWebhookBody, fieldsOf(req.fields), "body");
+    async createWebhook(req, ctx) {
+      const plain = fieldsOf(req.fields);
+      const body = check(createWebhookBody, plain, "body");
+      const call = {
+        sql: deps.sql,
+        workspaceId: req.workspaceId,
+        key: req.idempotencyKey,
+        operation: "CreateWebhook",
+        input: plain,
+        now: clock.now(),
+        remember: remembered,
+      };
+      const replay = await replayOf(ctx, call);
+      if (replay) return replay;
       const events = distinct(body.events);
+      // The gateway's Auth and the URL's DNS are asked before the key's transaction opens.
       await vouch(req.workspaceId, req.keyId, events);
       await checkTargetUrl(body.url, deps.targets);
       const secret = newSecret();
-      const sub = await subscriptions.create(
-        req.workspaceId,
-        { keyId: req.keyId, url: body.url, events, description: body.description ?? null },
-        deps.secrets.seal(secret),
-        clock.now(),
-      );
-      return { ...reply(sub), secret };
+      const input = { keyId: req.keyId, url: body.url, events, description: body.description ?? null };
+      return runOnce(ctx, call, async (tx) => {
+        const sub = await subscriptions.create(
+          req.workspaceId,
+          input,
+          deps.secrets.seal(secret),
+          call.now,
+          tx,
+        );
+        return create(CreateWebhookResponseSchema, { ...reply(sub), secret });
+      });
     },
 
     async updateWebhook(req) {

@@ -1,4 +1,4 @@
-import { newId, type Sql } from "@funil/db";
+import { newId, type Sql, type TransactionSql } from "@funil/db";
 import { applyPatch, type SubscriptionChanges, type SubscriptionRecord } from "../subscriptions.js";
 
 const columns = (sql: Sql) => sql`
@@ -14,9 +14,12 @@ export function subscriptionStore(sql: Sql) {
       input: { keyId: string; url: string; events: string[]; description: string | null },
       sealedSecret: string,
       now: Date,
+      /** The transaction of an Idempotency-Key, when the request has one. */
+      outer?: TransactionSql,
     ): Promise<SubscriptionRecord> {
-      const [row] = await sql<SubscriptionRecord[]>`
-        insert into subscriptions ${sql({
+      const db = outer ?? sql;
+      const [row] = await db<SubscriptionRecord[]>`
+        insert into subscriptions ${db({
           id: newId("wh", now.getTime()),
           workspace_id: workspaceId,
           key_id: input.keyId,

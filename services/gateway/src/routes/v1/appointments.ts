@@ -1,17 +1,16 @@
 import { type Appointment, AppointmentInputSchema, AppointmentSchema } from "@funil/contracts";
-import { messageOf, REPLAYED_HEADER, toApiJson } from "@funil/rpc";
+import { messageOf, toApiJson } from "@funil/rpc";
 import {
   cancelAppointmentBody,
   createAppointmentBody,
-  idempotencyKey,
   idParam,
   listAppointmentsQuery,
   outcomeBody,
   rescheduleAppointmentBody,
-  z,
 } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
+import { IDEMPOTENCY_NOTE, idempotencyHeaders, withIdempotencyKey } from "../../idempotency.js";
 import { errorResponses } from "../../schemas/common.js";
 import { appointment, page } from "../../schemas/responses.js";
 
@@ -84,23 +83,23 @@ export const appointmentRoutes =
             "meeting overlapping [startAt, endAt) in any calendar. 422 daily_cap_reached: the calendar's local " +
             "day is at its cap. 422 invalid_slot: not a slot the calendar offers. 422 invalid_reference: unknown " +
             "calendar, contact or opportunity, or an assignee not of the calendar. recoveredFromAppointmentId " +
-            "is set automatically (the contact's latest noshow not yet recovered).",
-          headers: z.object({ "idempotency-key": idempotencyKey.optional() }),
+            `is set automatically (the contact's latest noshow not yet recovered). ${IDEMPOTENCY_NOTE}`,
+          headers: idempotencyHeaders,
           body: createAppointmentBody,
           response: { 201: appointment, ...errors },
         },
       },
       async (req, reply) => {
-        let replayed = false;
-        const res = await ctx.scheduling.appointments.createAppointment(
-          {
-            workspaceId: req.caller.workspaceId,
-            input: messageOf(AppointmentInputSchema, req.body),
-            idempotencyKey: req.headers["idempotency-key"],
-          },
-          { onHeader: (headers) => (replayed = headers.get(REPLAYED_HEADER) === "true") },
+        const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+          ctx.scheduling.appointments.createAppointment(
+            {
+              workspaceId: req.caller.workspaceId,
+              input: messageOf(AppointmentInputSchema, req.body),
+              idempotencyKey,
+            },
+            options,
+          ),
         );
-        if (replayed) reply.header("idempotent-replayed", "true");
         return reply.code(201).send(json(res));
       },
     );
@@ -112,18 +111,26 @@ export const appointmentRoutes =
         schema: {
           tags: ["meetings"],
           summary: "Cancel a meeting: frees its time and its day's place at once",
+          description: IDEMPOTENCY_NOTE,
           params: idParam,
+          headers: idempotencyHeaders,
           body: cancelAppointmentBody,
           response: { 200: appointment, ...errors },
         },
       },
-      async (req) =>
+      async (req, reply) =>
         json(
-          await ctx.scheduling.appointments.cancelAppointment({
-            workspaceId: req.caller.workspaceId,
-            id: req.params.id,
-            reason: given(req.body?.reason),
-          }),
+          await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+            ctx.scheduling.appointments.cancelAppointment(
+              {
+                workspaceId: req.caller.workspaceId,
+                id: req.params.id,
+                reason: given(req.body?.reason),
+                idempotencyKey,
+              },
+              options,
+            ),
+          ),
         ),
     );
 
@@ -134,20 +141,28 @@ export const appointmentRoutes =
         schema: {
           tags: ["meetings"],
           summary: "Move a meeting to another slot (same checks as a booking); 409 on a canceled meeting",
+          description: IDEMPOTENCY_NOTE,
           params: idParam,
+          headers: idempotencyHeaders,
           body: rescheduleAppointmentBody,
           response: { 200: appointment, ...errors },
         },
       },
-      async (req) =>
+      async (req, reply) =>
         json(
-          await ctx.scheduling.appointments.rescheduleAppointment({
-            workspaceId: req.caller.workspaceId,
-            id: req.params.id,
-            startAt: req.body.startAt,
-            endAt: given(req.body.endAt),
-            assigneeUserId: given(req.body.assigneeUserId),
-          }),
+          await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+            ctx.scheduling.appointments.rescheduleAppointment(
+              {
+                workspaceId: req.caller.workspaceId,
+                id: req.params.id,
+                startAt: req.body.startAt,
+                endAt: given(req.body.endAt),
+                assigneeUserId: given(req.body.assigneeUserId),
+                idempotencyKey,
+              },
+              options,
+            ),
+          ),
         ),
     );
 
@@ -158,18 +173,26 @@ export const appointmentRoutes =
         schema: {
           tags: ["meetings"],
           summary: "Record a meeting's outcome (realizada, noshow, reagendada); 409 on a canceled meeting",
+          description: IDEMPOTENCY_NOTE,
           params: idParam,
+          headers: idempotencyHeaders,
           body: outcomeBody,
           response: { 200: appointment, ...errors },
         },
       },
-      async (req) =>
+      async (req, reply) =>
         json(
-          await ctx.scheduling.appointments.recordOutcome({
-            workspaceId: req.caller.workspaceId,
-            id: req.params.id,
-            outcome: req.body.outcome,
-          }),
+          await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+            ctx.scheduling.appointments.recordOutcome(
+              {
+                workspaceId: req.caller.workspaceId,
+                id: req.params.id,
+                outcome: req.body.outcome,
+                idempotencyKey,
+              },
+              options,
+            ),
+          ),
         ),
     );
   };

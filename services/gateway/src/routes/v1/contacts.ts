@@ -3,6 +3,12 @@ import { messageOf, toApiJson } from "@funil/rpc";
 import { idParam, listContactsQuery, patchContactBody, upsertContactBody } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
+import {
+  IDEMPOTENCY_NOTE,
+  idempotencyErrors,
+  idempotencyHeaders,
+  withIdempotencyKey,
+} from "../../idempotency.js";
 import { errorResponses } from "../../schemas/common.js";
 import { contact, contactDetail, page } from "../../schemas/responses.js";
 import { touchesJson } from "../../touches.js";
@@ -68,15 +74,23 @@ export const contactRoutes =
         schema: {
           tags: ["contacts"],
           summary: "Create or update a contact (upsert by phone, then e-mail)",
+          description: IDEMPOTENCY_NOTE,
+          headers: idempotencyHeaders,
           body: upsertContactBody,
           response: { 200: contact, 201: contact, ...writeErrors },
         },
       },
       async (req, reply) => {
-        const res = await ctx.crm.contacts.upsertContact({
-          workspaceId: req.caller.workspaceId,
-          fields: messageOf(ContactFieldsSchema, req.body),
-        });
+        const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+          ctx.crm.contacts.upsertContact(
+            {
+              workspaceId: req.caller.workspaceId,
+              fields: messageOf(ContactFieldsSchema, req.body),
+              idempotencyKey,
+            },
+            options,
+          ),
+        );
         return reply.code(res.created ? 201 : 200).send(json(res));
       },
     );
@@ -114,18 +128,21 @@ export const contactRoutes =
               action === "archive"
                 ? "Archive a contact (soft, reversible)"
                 : "Bring an archived contact back",
+            description: IDEMPOTENCY_NOTE,
             params: idParam,
-            response: { 200: contact, ...errors },
+            headers: idempotencyHeaders,
+            response: { 200: contact, ...errors, ...idempotencyErrors },
           },
         },
-        async (req) => {
-          const input = { workspaceId: req.caller.workspaceId, id: req.params.id };
-          return json(
-            action === "archive"
-              ? await ctx.crm.contacts.archiveContact(input)
-              : await ctx.crm.contacts.unarchiveContact(input),
-          );
-        },
+        async (req, reply) =>
+          json(
+            await withIdempotencyKey<{ contact?: Contact }>(req, reply, (idempotencyKey, options) => {
+              const input = { workspaceId: req.caller.workspaceId, id: req.params.id, idempotencyKey };
+              return action === "archive"
+                ? ctx.crm.contacts.archiveContact(input, options)
+                : ctx.crm.contacts.unarchiveContact(input, options);
+            }),
+          ),
       );
     }
   };

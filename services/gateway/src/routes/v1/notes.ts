@@ -3,6 +3,12 @@ import { messageOf, toApiJson } from "@funil/rpc";
 import { createNoteBody } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
+import {
+  IDEMPOTENCY_NOTE,
+  idempotencyErrors,
+  idempotencyHeaders,
+  withIdempotencyKey,
+} from "../../idempotency.js";
 import { errorResponses } from "../../schemas/common.js";
 import { note } from "../../schemas/responses.js";
 
@@ -18,15 +24,23 @@ export const noteRoutes =
         schema: {
           tags: ["notes"],
           summary: "Add a note by a member on a contact (and optionally one of its deals)",
+          description: IDEMPOTENCY_NOTE,
+          headers: idempotencyHeaders,
           body: createNoteBody,
-          response: { 201: note, ...errors },
+          response: { 201: note, ...errors, ...idempotencyErrors },
         },
       },
       async (req, reply) => {
-        const res = await ctx.crm.notes.createNote({
-          ...messageOf(CreateNoteRequestSchema, req.body),
-          workspaceId: req.caller.workspaceId,
-        });
+        const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+          ctx.crm.notes.createNote(
+            {
+              ...messageOf(CreateNoteRequestSchema, req.body),
+              workspaceId: req.caller.workspaceId,
+              idempotencyKey,
+            },
+            options,
+          ),
+        );
         return reply.code(201).send(toApiJson(NoteSchema, res.note!));
       },
     );

@@ -4,10 +4,11 @@ import {
   OpportunityInputSchema,
   OpportunitySchema,
 } from "@funil/contracts";
-import { messageOf, REPLAYED_HEADER, toApiJson } from "@funil/rpc";
-import { createDealBody, idempotencyKey, idParam, listDealsQuery, patchDealBody, z } from "@funil/schemas";
+import { messageOf, toApiJson } from "@funil/rpc";
+import { createDealBody, idParam, listDealsQuery, patchDealBody, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
+import { IDEMPOTENCY_NOTE, idempotencyHeaders, withIdempotencyKey } from "../../idempotency.js";
 import { errorResponses } from "../../schemas/common.js";
 import { deal, dealDetail, page } from "../../schemas/responses.js";
 import { touchesJson } from "../../touches.js";
@@ -92,27 +93,23 @@ export const opportunityRoutes =
           summary:
             "Create a deal; without stageId it lands in the pipeline's first stage (every stage is open: " +
             "won and lost are statuses). Accepts Idempotency-Key.",
-          description:
-            "source falls back to utmSource, else null; utm is this request's utm* values only. " +
-            "With an Idempotency-Key, a repeat of the same request within 24 h replays the first response " +
-            "(header idempotent-replayed: true); another body under the same key is 422 " +
-            "idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.",
-          headers: z.object({ "idempotency-key": idempotencyKey.optional() }),
+          description: `source falls back to utmSource, else null; utm is this request's utm* values only. ${IDEMPOTENCY_NOTE}`,
+          headers: idempotencyHeaders,
           body: createDealBody,
           response: { 201: deal, ...errors },
         },
       },
       async (req, reply) => {
-        let replayed = false;
-        const res = await ctx.crm.opportunities.createOpportunity(
-          {
-            workspaceId: req.caller.workspaceId,
-            input: messageOf(OpportunityInputSchema, req.body),
-            idempotencyKey: req.headers["idempotency-key"],
-          },
-          { onHeader: (headers) => (replayed = headers.get(REPLAYED_HEADER) === "true") },
+        const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+          ctx.crm.opportunities.createOpportunity(
+            {
+              workspaceId: req.caller.workspaceId,
+              input: messageOf(OpportunityInputSchema, req.body),
+              idempotencyKey,
+            },
+            options,
+          ),
         );
-        if (replayed) reply.header("idempotent-replayed", "true");
         return reply.code(201).send(json(res));
       },
     );

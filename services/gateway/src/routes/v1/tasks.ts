@@ -3,6 +3,12 @@ import { messageOf, toApiJson } from "@funil/rpc";
 import { createTaskBody, idParam, listTasksQuery, patchTaskBody } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
+import {
+  IDEMPOTENCY_NOTE,
+  idempotencyErrors,
+  idempotencyHeaders,
+  withIdempotencyKey,
+} from "../../idempotency.js";
 import { errorResponses } from "../../schemas/common.js";
 import { page, task } from "../../schemas/responses.js";
 
@@ -42,15 +48,23 @@ export const taskRoutes =
         schema: {
           tags: ["tasks"],
           summary: "Create a task (a task about a deal defaults to the deal's contact)",
+          description: IDEMPOTENCY_NOTE,
+          headers: idempotencyHeaders,
           body: createTaskBody,
-          response: { 201: task, ...errors },
+          response: { 201: task, ...errors, ...idempotencyErrors },
         },
       },
       async (req, reply) => {
-        const res = await ctx.crm.tasks.createTask({
-          workspaceId: req.caller.workspaceId,
-          fields: messageOf(TaskFieldsSchema, req.body),
-        });
+        const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+          ctx.crm.tasks.createTask(
+            {
+              workspaceId: req.caller.workspaceId,
+              fields: messageOf(TaskFieldsSchema, req.body),
+              idempotencyKey,
+            },
+            options,
+          ),
+        );
         return reply.code(201).send(json(res));
       },
     );

@@ -3,6 +3,12 @@ import { messageOf, toApiJson } from "@funil/rpc";
 import { createWebhookBody, idParam, limit, patchWebhookBody, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
+import {
+  IDEMPOTENCY_NOTE,
+  idempotencyErrors,
+  idempotencyHeaders,
+  withIdempotencyKey,
+} from "../../idempotency.js";
 import { errorResponses } from "../../schemas/common.js";
 import { delivery, page, webhook, webhookCreated, webhookSecret } from "../../schemas/responses.js";
 import { pageOf, wholeListQuery } from "./whole-list.js";
@@ -50,16 +56,24 @@ export const webhookRoutes =
           tags,
           summary:
             "Subscribe a URL to events (needs the read scope of every event); the secret is shown once",
+          description: `A replay under the same Idempotency-Key shows the same secret. ${IDEMPOTENCY_NOTE}`,
+          headers: idempotencyHeaders,
           body: createWebhookBody,
-          response: { 201: webhookCreated, ...errors },
+          response: { 201: webhookCreated, ...errors, ...idempotencyErrors },
         },
       },
       async (req, reply) => {
-        const res = await api().createWebhook({
-          workspaceId: req.caller.workspaceId,
-          keyId: req.caller.keyId,
-          fields: messageOf(WebhookFieldsSchema, req.body),
-        });
+        const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+          api().createWebhook(
+            {
+              workspaceId: req.caller.workspaceId,
+              keyId: req.caller.keyId,
+              fields: messageOf(WebhookFieldsSchema, req.body),
+              idempotencyKey,
+            },
+            options,
+          ),
+        );
         return reply.code(201).send({ subscription: json(res.subscription), secret: res.secret });
       },
     );

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/crm/v1/notes.proto.
  */
 export const file_funil_crm_v1_notes: GenFile = /*@__PURE__*/
-  fileDesc("ChhmdW5pbC9jcm0vdjEvbm90ZXMucHJvdG8SDGZ1bmlsLmNybS52MSKJAQoETm90ZRIKCgJpZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhsKDm9wcG9ydHVuaXR5X2lkGAMgASgJSACIAQESDAoEYm9keRgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAlCEQoPX29wcG9ydHVuaXR5X2lkIowBChFDcmVhdGVOb3RlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKY29udGFjdF9pZBgCIAEoCRIbCg5vcHBvcnR1bml0eV9pZBgDIAEoCUgAiAEBEgwKBGJvZHkYBCABKAkSDwoHdXNlcl9pZBgFIAEoCUIRCg9fb3Bwb3J0dW5pdHlfaWQiNgoSQ3JlYXRlTm90ZVJlc3BvbnNlEiAKBG5vdGUYASABKAsyEi5mdW5pbC5jcm0udjEuTm90ZTJeCgtOb3RlU2VydmljZRJPCgpDcmVhdGVOb3RlEh8uZnVuaWwuY3JtLnYxLkNyZWF0ZU5vdGVSZXF1ZXN0GiAuZnVuaWwuY3JtLnYxLkNyZWF0ZU5vdGVSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChhmdW5pbC9jcm0vdjEvbm90ZXMucHJvdG8SDGZ1bmlsLmNybS52MSKJAQoETm90ZRIKCgJpZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEhsKDm9wcG9ydHVuaXR5X2lkGAMgASgJSACIAQESDAoEYm9keRgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAlCEQoPX29wcG9ydHVuaXR5X2lkIr4BChFDcmVhdGVOb3RlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKY29udGFjdF9pZBgCIAEoCRIbCg5vcHBvcnR1bml0eV9pZBgDIAEoCUgAiAEBEgwKBGJvZHkYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIcCg9pZGVtcG90ZW5jeV9rZXkYBiABKAlIAYgBAUIRCg9fb3Bwb3J0dW5pdHlfaWRCEgoQX2lkZW1wb3RlbmN5X2tleSI2ChJDcmVhdGVOb3RlUmVzcG9uc2USIAoEbm90ZRgBIAEoCzISLmZ1bmlsLmNybS52MS5Ob3RlMl4KC05vdGVTZXJ2aWNlEk8KCkNyZWF0ZU5vdGUSHy5mdW5pbC5jcm0udjEuQ3JlYXRlTm90ZVJlcXVlc3QaIC5mdW5pbC5jcm0udjEuQ3JlYXRlTm90ZVJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message funil.crm.v1.Note
@@ -82,6 +82,13 @@ export type CreateNoteRequest = Message<"funil.crm.v1.CreateNoteRequest"> & {
    * @generated from field: string user_id = 5;
    */
   userId: string;
+
+  /**
+   * The Idempotency-Key header, when the caller sent one (docs/api/conventions.md §Idempotency-Key).
+   *
+   * @generated from field: optional string idempotency_key = 6;
+   */
+  idempotencyKey?: string | undefined;
 };
 
 /**
