@@ -1,10 +1,11 @@
-// `npm run bench`: every service's bench one after the other (crm: run.mjs, then learning, timeline and
-// scheduling), each against its own bare route in the same run, then one summary table of every read route
-// in bench/RESULTS-summary.md: the gateway ÷ bare req/s ratio at 8 and 32 connections, the CPU µs per
-// request of each process (from /proc), the highest RSS and the open-loop p99 ratio. Each bench still
-// appends its own detailed table to its bench/RESULTS*.md.
-//   npm run bench                    the default sizes, 3 runs of 5 s per row (about 25 minutes on 2 cores)
-//   BENCH_QUICK=1 npm run bench      1 run of 2 s per row, no open loop (about 8 minutes): for iterating
+// `npm run bench`: every service's bench one after the other (crm: run.mjs, then learning, timeline,
+// scheduling and webhooks), each against its own bare route in the same run, then one summary table of
+// every read route in bench/RESULTS-summary.md (crm, learning and timeline, bench/compare.mjs' protocol):
+// the gateway ÷ bare req/s ratio at 8 and 32 connections, the CPU µs per request of each process (from
+// /proc), the highest RSS and the open-loop p99 ratio. The summary says how long each bench took. Each
+// bench still appends its own detailed table to its bench/RESULTS*.md.
+//   npm run bench                    the default sizes, 3 runs of 5 s per row and the open loop
+//   BENCH_QUICK=1 npm run bench      1 run of 2 s per row, no open loop: for iterating on a change
 //   BENCH_SERVICES=learning,timeline only those benches
 // Every other BENCH_* variable reaches the benches (bench/compare.mjs lists the protocol's).
 import { spawn } from "node:child_process";
@@ -18,7 +19,9 @@ const BENCHES = {
   learning: ["bench/learning.mjs"],
   // Its reads only: the ingest throughput has no bare route to compare with.
   timeline: ["bench/timeline.mjs", { BENCH_ONLY: "reads" }],
+  // Their own protocols (slots and bookings; deliveries against a raw POST loop): rows in their own files.
   scheduling: ["bench/scheduling.mjs"],
+  webhooks: ["bench/webhooks.mjs"],
 };
 const chosen = (process.env.BENCH_SERVICES ?? Object.keys(BENCHES).join(",")).split(",");
 const summary = path.join(mkdtempSync(path.join(os.tmpdir(), "funil-bench-")), "summary.jsonl");

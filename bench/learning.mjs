@@ -193,7 +193,9 @@ const stack = await startStack({
   port: 0,
   stdio: "ignore",
   nodeArgs: (name) =>
-    PROFILE && ["gateway", "learning"].includes(name) ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`] : [],
+    PROFILE && ["gateway", "learning"].includes(name)
+      ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`]
+      : [],
 });
 let bare;
 try {

@@ -1,13 +1,14 @@
-// Load benchmark (`npm run bench`, issue 7): starts its own stack (FUNIL_ENV=bench), fills a workspace
-// through the API, starts the bare baseline (bare.mjs) on the same data, then drives both with autocannon
+// crm's load benchmark (`npm run bench:crm`; `npm run bench` runs it with the others, bench/all.mjs):
+// starts its own stack (FUNIL_ENV=bench), fills a workspace through the API, starts the bare baseline (bare.mjs) on the same data, then drives both with autocannon
 // on loopback, several runs per row, and reports medians: req/s, latencies, the gateway/bare ratio, and
 // the CPU time per request and RSS of every process, read from /proc. Writes bench/RESULTS.md.
 //
-//   npm run bench                     default: a few minutes
-//   npm run bench -- --full           the larger run (more rows, longer and more runs)
-//   BENCH_PROFILE=1 npm run bench     gateway and crm under node --cpu-prof; prints their top functions
+//   npm run bench:crm                 default: a few minutes
+//   npm run bench:crm -- --full       the larger run (more rows, longer and more runs)
+//   BENCH_PROFILE=1 npm run bench:crm gateway and crm under node --cpu-prof; prints their top functions
 //   BENCH_ONLY='contacts/\{id\}'       only the scenarios whose name matches
 //   BENCH_OPEN_LOOP=0                 without the open-loop rows (quicker comparisons of one change)
+//   BENCH_QUICK=1                     1 run of 2 s per row, no open loop (for iterating)
 //   BENCH_NODE_ARGS='--max-semi-space-size=32'   node flags for every process under test (bare too)
 // BENCH_CONTACTS, BENCH_DEALS, BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS (e.g. 8,32) and BENCH_ENV
 // (the FUNIL_ENV of its databases and streams, default bench) change the run.

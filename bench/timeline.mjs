@@ -65,7 +65,9 @@ const stack = await startStack({
   port: 0,
   stdio: "ignore",
   nodeArgs: (name) =>
-    PROFILE && ["gateway", "timeline"].includes(name) ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`] : [],
+    PROFILE && ["gateway", "timeline"].includes(name)
+      ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`]
+      : [],
 });
 const base = stack.gatewayUrl;
 const db = postgres(dbUrl(`funil_${ENV}_timeline`), { max: 2, onnotice: () => {} });
