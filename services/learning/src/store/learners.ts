@@ -87,15 +87,20 @@ export function learnerStore(sql: Sql) {
     if (f.activeBefore) conditions.push(sql`u.last_active_at < ${f.activeBefore}`);
     if (after) conditions.push(sql`(u.created_at, u.id) > (${after[0]}, ${after[1]})`);
     const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
+    // The page is chosen first and formatted after: a search sorts every learner it matches, and
+    // formatting in the same select formatted them all before the sort kept a page.
     return sql<LearnerRecord[]>`
-        select u.id, u.name, u.email, ${iso(sql, "u.created_at")} as created_at,
-          ${iso(sql, "u.last_login_at")} as last_login_at, ${iso(sql, "u.last_active_at")} as last_active_at,
-          (select count(*)::int from enrollments e where e.user_id = u.id) as enrolled_courses,
-          (select count(*)::int from enrollments e where e.user_id = u.id and e.completed_at is not null)
-            as completed_courses,
-          (select count(*)::int from certificates c where c.user_id = u.id) as certificates
-        from users u where ${where}
-        order by u.created_at, u.id ${pageLimit(sql, limit, !f.q)}`;
+      select u.id, u.name, u.email, ${iso(sql, "u.created_at")} as created_at,
+        ${iso(sql, "u.last_login_at")} as last_login_at, ${iso(sql, "u.last_active_at")} as last_active_at,
+        (select count(*)::int from enrollments e where e.user_id = u.id) as enrolled_courses,
+        (select count(*)::int from enrollments e where e.user_id = u.id and e.completed_at is not null)
+          as completed_courses,
+        (select count(*)::int from certificates c where c.user_id = u.id) as certificates
+      from (
+        select u.id, u.name, u.email, u.created_at, u.last_login_at, u.last_active_at from users u
+        where ${where} order by u.created_at, u.id ${pageLimit(sql, limit, !f.q)}
+      ) u
+      order by u.created_at, u.id`;
   }
 
   return {

@@ -86,21 +86,23 @@ describe("learner list plans (EXPLAIN)", () => {
   for (const [name, filters, position, index] of cases)
     it(`${name}: the plan PostgreSQL keeps for a page of 50 uses its index, no sequential scan of users`, async () => {
       const { query, plan } = await planOf((s) => learnerStore(s).list(filters, 51, position), true);
-      expect(query).toMatch(/limit 51$/);
+      expect(query).toMatch(/limit 51\s/);
       expect(plan, plan).toMatch(index);
       expect(plan, plan).not.toMatch(/Seq Scan on users/);
     });
 
   it("GET /platform/users?q=: the page size stays a parameter, so each search is planned with its pattern", async () => {
     const { query } = await planOf((s) => learnerStore(s).list({ q: "aluno12345" }, 51), false);
-    expect(query).toMatch(/limit \$\d+$/);
+    expect(query).toMatch(/limit \$\d+\s/);
   });
 
-  it("a page of 50 is a statement whose plan PostgreSQL keeps after five calls, not planned at every call", async () => {
+  it("a later page of 50 is a statement whose plan PostgreSQL keeps after five calls, not planned at every call", async () => {
     const store = learnerStore(sql);
-    for (let i = 0; i < 8; i++) expect(await store.list({}, 51)).toHaveLength(51);
+    for (let i = 0; i < 8; i++) expect(await store.list({}, 51, after)).toHaveLength(51);
     const [plans] = await sql<{ genericPlans: number }[]>`
-      select generic_plans::int from pg_prepared_statements where statement like '%from users u where%limit 51'`;
+      select generic_plans::int from pg_prepared_statements
+      where statement like '%from users u%(u.created_at, u.id) > ($1, $2)%limit 51%'
+        and statement not like '%pg_prepared_statements%'`;
     expect(plans?.genericPlans).toBeGreaterThanOrEqual(3);
   });
 });
