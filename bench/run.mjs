@@ -289,9 +289,9 @@ try {
     results.alone.push({ name: s.name, connections: opts.connections[0], gateway: median(runs) });
   }
 
-  // One line per paired route for bench/all.mjs' summary, in bench/compare.mjs' shape.
+  // One line per paired read route for bench/all.mjs' summary, in bench/compare.mjs' shape.
   if (process.env.BENCH_SUMMARY)
-    for (const name of new Set(results.paired.map((p) => p.name)))
+    for (const name of new Set(results.paired.filter((p) => p.name.startsWith("GET")).map((p) => p.name)))
       appendFileSync(
         process.env.BENCH_SUMMARY,
         `${JSON.stringify({
