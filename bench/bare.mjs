@@ -1,7 +1,8 @@
 // The bare baseline of the benchmark (docs/benchmarks.md): what the hardware gives for the same answer without the
-// architecture. A minimal Fastify app that checks the bearer key's SHA-256 against an in-memory map, runs
-// crm's SQL on crm's database with the same `postgres` driver and options, and returns the JSON the
-// gateway returns (run.mjs checks that the bodies are equal before it measures anything).
+// architecture, written as a developer would in one process. A Fastify app that checks the bearer key's
+// SHA-256 against an in-memory map, runs each page's one statement on crm's database (one pool of
+// postgres.js' default size, no column transform), maps the columns to the API's JSON by hand and returns
+// the JSON the gateway returns (run.mjs checks that the bodies are equal before it measures anything).
 //
 // The single reads compose timeline's answer (the human touches, a deal's last activity) as the gateway
 // does: the same statements on timeline's database, beside crm's, at once.
@@ -11,17 +12,15 @@
 //   BARE_GATEWAY_DB=postgres://…/funil_bench_gateway node bench/bare.mjs
 // It prints its port on stdout once it listens. Its key map is loaded at start: keys made later are unknown.
 import { createHash } from "node:crypto";
-import { pageLimit } from "@funil/db";
-import { encodeCursor } from "@funil/rpc";
+import { encodeCursor, useCursorKeys } from "@funil/rpc";
 import Fastify from "fastify";
 import postgres from "postgres";
 
-// The services' pool size and options (DATABASE_POOL_MAX, default 3, as packages/config reads it).
-const options = {
-  max: Number(process.env.DATABASE_POOL_MAX || 3),
-  transform: postgres.camel,
-  onnotice: () => {},
-};
+// The stack's cursor keys (the bench passes them to both), so a cursor either side issues is the same.
+useCursorKeys(process.env.CURSOR_KEYS?.split(","), () => {});
+
+// One pool per database of postgres.js' default size, the columns as PostgreSQL names them.
+const options = { max: 10, onnotice: () => {} };
 const crm = postgres(process.env.BARE_CRM_DB, { ...options, connection: { application_name: "bench_bare" } });
 const timeline = postgres(process.env.BARE_TIMELINE_DB, {
   ...options,
@@ -55,17 +54,17 @@ const contactJson = (r) => ({
   phone: r.phone,
   email: r.email,
   company: r.company,
-  companyId: r.companyId,
+  companyId: r.company_id,
   role: r.role,
   cpf: r.cpf,
   notes: r.notes,
   tags: r.tags,
   status: r.status,
-  ownerUserId: r.ownerUserId,
+  ownerUserId: r.owner_user_id,
   origin: r.origin,
-  customFields: r.customFields,
-  createdAt: r.createdAt.toISOString(),
-  updatedAt: r.updatedAt.toISOString(),
+  customFields: r.custom_fields,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
   url: r.url,
   utm: utm(r.utm),
 });
@@ -73,26 +72,26 @@ const iso = (d) => (d ? d.toISOString() : null);
 const dealJson = (r) => ({
   id: r.id,
   title: r.title,
-  pipelineId: r.pipelineId,
-  stageId: r.stageId,
-  contactId: r.contactId,
+  pipelineId: r.pipeline_id,
+  stageId: r.stage_id,
+  contactId: r.contact_id,
   status: r.status,
-  valueCents: Number(r.valueCents),
+  valueCents: Number(r.value_cents),
   currency: r.currency,
-  ownerUserId: r.ownerUserId,
+  ownerUserId: r.owner_user_id,
   temperature: r.temperature,
   tags: r.tags,
-  lossReason: r.lossReason,
-  expectedCloseAt: iso(r.expectedCloseAt),
-  wonAt: iso(r.wonAt),
-  lostAt: iso(r.lostAt),
-  customFields: r.customFields,
-  createdAt: r.createdAt.toISOString(),
-  updatedAt: r.updatedAt.toISOString(),
+  lossReason: r.loss_reason,
+  expectedCloseAt: iso(r.expected_close_at),
+  wonAt: iso(r.won_at),
+  lostAt: iso(r.lost_at),
+  customFields: r.custom_fields,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
   source: r.source,
   utm: utm(r.utm),
   origin: r.origin,
-  stageChangedAt: r.stageChangedAt.toISOString(),
+  stageChangedAt: r.stage_changed_at.toISOString(),
   url: r.url,
 });
 
@@ -102,7 +101,7 @@ const error = (code, message) => ({ error: { code, message } });
 async function contactTouches(ws, contactId) {
   const [t] = await timeline`
     select first_at, last_at from contact_touches where workspace_id = ${ws} and contact_id = ${contactId}`;
-  return { firstHumanTouchAt: iso(t?.firstAt), lastHumanTouchAt: iso(t?.lastAt) };
+  return { firstHumanTouchAt: iso(t?.first_at), lastHumanTouchAt: iso(t?.last_at) };
 }
 
 /** timeline's deal summary (summaries.ts dealSummary): one statement, a probe only when touches straddle the deal's creation. */
@@ -113,20 +112,20 @@ async function dealSummary(ws, id) {
     from (values (1)) as one
     left join deals d on d.workspace_id = ${ws} and d.id = ${id}
     left join contact_touches t on t.workspace_id = ${ws} and t.contact_id = d.contact_id`;
-  let first = r.firstAt;
-  const last = r.lastAt;
-  if (!last || last < r.createdAt) first = null;
-  else if (first < r.createdAt) {
+  let first = r.first_at;
+  const last = r.last_at;
+  if (!last || last < r.created_at) first = null;
+  else if (first < r.created_at) {
     const [f] = await timeline`
       select created_at from interactions
-      where workspace_id = ${ws} and contact_id = ${r.contactId} and actor = 'user' and created_at >= ${r.createdAt}
+      where workspace_id = ${ws} and contact_id = ${r.contact_id} and actor = 'user' and created_at >= ${r.created_at}
       order by created_at limit 1`;
-    first = f?.createdAt ?? last;
+    first = f?.created_at ?? last;
   }
   return {
     firstHumanTouchAt: iso(first),
     lastHumanTouchAt: first ? iso(last) : null,
-    lastActivityAt: iso(r.lastActivity),
+    lastActivityAt: iso(r.last_activity),
   };
 }
 
@@ -149,7 +148,9 @@ function page(rows, limit, list, filters, toJson) {
   const data = rows.slice(0, limit);
   const last = data.at(-1);
   const nextCursor =
-    rows.length > limit && last ? encodeCursor(list, filters, [last.createdAt.toISOString(), last.id]) : null;
+    rows.length > limit && last
+      ? encodeCursor(list, filters, [last.created_at.toISOString(), last.id])
+      : null;
   return { data: data.map(toJson), nextCursor };
 }
 
@@ -172,7 +173,7 @@ app.get("/api/v1/contacts", async (req, reply) => {
   const limit = Number(req.query.limit ?? 50);
   const rows = await crm`
     select ${contactColumns} from contacts where workspace_id = ${ws} and status = 'active'
-    order by created_at, id ${pageLimit(crm, limit + 1)}`;
+    order by created_at, id limit ${limit + 1}`;
   return page(rows, limit, "contacts", { status: "active", workspaceId: ws }, contactJson);
 });
 
@@ -195,7 +196,7 @@ app.get("/api/v1/opportunities", async (req, reply) => {
   const limit = Number(req.query.limit ?? 50);
   const rows = await crm`
     select ${dealColumns} from opportunities where workspace_id = ${ws} and trashed_at is null
-    order by created_at, id ${pageLimit(crm, limit + 1)}`;
+    order by created_at, id limit ${limit + 1}`;
   return page(rows, limit, "opportunities", { workspaceId: ws }, dealJson);
 });
 

@@ -1,38 +1,31 @@
 // The learning bench (docs/benchmarks.md): a platform of learners, courses and lesson-progress messages written as
 // an NDJSON file, loaded by `npm run import:platform` (its lines/s and peak memory), then the learner list
-// and detail driven with autocannon through the gateway and through the bare baseline (learning-bare.mjs:
-// the same store and JSON without the architecture), with CPU µs per request per process and RSS from /proc.
+// and detail driven through the gateway and through the bare route (learning-bare.mjs: the same answers
+// written plainly in one process) by bench/compare.mjs, with CPU µs per request per process and RSS from /proc.
 //   npm run bench:learning                  10 000 learners, 500 courses, 500 000 progress messages
 //   BENCH_FULL=1 npm run bench:learning     100 000 learners, 2 000 courses, 10 000 000 messages (the issue's size)
-// BENCH_LEARNERS, BENCH_COURSES, BENCH_PROGRESS, BENCH_SECONDS, BENCH_CONNECTIONS change the run. Results are
+// BENCH_LEARNERS, BENCH_COURSES, BENCH_PROGRESS, BENCH_ONLY (a pattern of the routes to run) and compare.mjs' BENCH_QUICK, BENCH_RUNS, BENCH_SECONDS,
+// BENCH_CONNECTIONS, BENCH_OPEN_LOOP change the run. Results are
 // appended to bench/RESULTS-learning.md.
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
-import {
-  appendFileSync,
-  createWriteStream,
-  existsSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, createWriteStream, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import autocannon from "autocannon";
 import postgres from "postgres";
 import { startStack } from "../scripts/stack.mjs";
+import { checkEqual, compare, compareTable, protocol } from "./compare.mjs";
 
 const FULL = process.env.BENCH_FULL === "1";
 const LEARNERS = Number(process.env.BENCH_LEARNERS ?? (FULL ? 100_000 : 10_000));
 const COURSES = Number(process.env.BENCH_COURSES ?? (FULL ? 2_000 : 500));
 const PROGRESS = Number(process.env.BENCH_PROGRESS ?? (FULL ? 10_000_000 : 500_000));
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const LESSONS_PER_COURSE = 10;
 const ENV = "benchlearn";
+/** BENCH_PROFILE=<dir>: gateway and learning run under node --cpu-prof, writing there (bench/profile.mjs reads it). */
+const PROFILE = process.env.BENCH_PROFILE;
 const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const NOW = Date.now();
 const DAY = 86_400_000;
@@ -150,35 +143,13 @@ async function generate(path) {
   return lines;
 }
 
-// --- /proc: CPU seconds (utime + stime, every thread) and resident memory of a process ---
-const TICKS = 100;
-function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / TICKS;
-  } catch {
-    return 0;
-  }
-}
+/** Resident memory of a process (the import's peak). */
 function rssMb(pid) {
   try {
     return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
   } catch {
     return 0;
   }
-}
-/** The pid of this stack's process running `main` (matched by its FUNIL_ENV). */
-function pidOf(main) {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (!readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(main)) continue;
-      if (readFileSync(`/proc/${entry}/environ`, "utf8").split("\0").includes(`FUNIL_ENV=${ENV}`))
-        return Number(entry);
-    } catch {}
-  }
-  throw new Error(`no process runs ${main}`);
 }
 
 /** Runs the import CLI; its progress bar shows on stderr. Returns wall seconds and peak RSS. */
@@ -203,44 +174,6 @@ async function runImport(path, env) {
   return { seconds: (Date.now() - started) / 1000, peakRss: peak, summary };
 }
 
-async function json(url, key) {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-  return { status: res.status, body: await res.json() };
-}
-
-async function load(url, key, requests, pids) {
-  const before = Object.fromEntries(
-    Object.entries(pids).map(([k, ps]) => [k, ps.reduce((s, p) => s + cpuSeconds(p), 0)]),
-  );
-  const rss = Object.fromEntries(Object.keys(pids).map((k) => [k, 0]));
-  const timer = setInterval(() => {
-    for (const [k, ps] of Object.entries(pids)) rss[k] = Math.max(rss[k], ...ps.map(rssMb));
-  }, 250);
-  const result = await autocannon({
-    url,
-    headers: { authorization: `Bearer ${key}` },
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    requests,
-  });
-  clearInterval(timer);
-  const total = result.requests.total || 1;
-  const cpuUs = Object.fromEntries(
-    Object.entries(pids).map(([k, ps]) => [
-      k,
-      Math.round(((ps.reduce((s, p) => s + cpuSeconds(p), 0) - before[k]) * 1e6) / total),
-    ]),
-  );
-  return {
-    rps: Math.round(result.requests.average),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.non2xx + result.errors,
-    cpuUs,
-    rss,
-  };
-}
-
 const file = join(tmpdir(), `funil-bench-learning-${LEARNERS}-${PROGRESS}.ndjson`);
 log(`generating ${LEARNERS} learners, ${COURSES} courses, ${PROGRESS} progress messages → ${file}`);
 const lines = await generate(file);
@@ -253,10 +186,16 @@ for (const {
   await server.unsafe(`drop database "${datname}" with (force)`);
 await server.end();
 
+// One cursor key for the stack and the bare route, so that both sign a next cursor alike.
+const CURSOR_KEYS = randomBytes(32).toString("base64url");
 const stack = await startStack({
-  env: { ...process.env, FUNIL_ENV: ENV, LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000" },
+  env: { ...process.env, FUNIL_ENV: ENV, LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000", CURSOR_KEYS },
   port: 0,
   stdio: "ignore",
+  nodeArgs: (name) =>
+    PROFILE && ["gateway", "learning"].includes(name)
+      ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`]
+      : [],
 });
 let bare;
 try {
@@ -284,6 +223,7 @@ try {
     env: {
       ...process.env,
       BARE_DB: dbUrl(`funil_${ENV}_learning`),
+      CURSOR_KEYS,
       BARE_KEY_SHA256: createHash("sha256").update(key).digest("hex"),
     },
     stdio: ["ignore", "pipe", "inherit"],
@@ -311,59 +251,47 @@ try {
       detail,
     ],
   ];
-  // PostgreSQL serves each client from its own backend process: those of the learning database, now.
-  const backends = async () =>
-    (
-      await lrn`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
-    ).map((r) => r.pid);
-  const gatewayPids = {
-    gateway: [pidOf("services/gateway/dist/main.js")],
-    learning: [pidOf("services/learning/dist/main.js")],
-  };
-  // Unmeasured warm-up, so the first row does not pay for the JIT of both paths.
-  for (const url of [stack.gatewayUrl, bareUrl])
-    await autocannon({
-      url: `${url}/api/v1/platform/users`,
-      headers: { authorization: `Bearer ${key}` },
-      connections: CONNECTIONS,
-      duration: 3,
-    });
-  const rows = [];
-  for (const [name, path, requests] of scenarios) {
-    const [viaGateway, viaBare] = await Promise.all([
-      json(stack.gatewayUrl + path, key),
-      json(bareUrl + path, key),
-    ]);
-    if (viaGateway.status !== 200 || JSON.stringify(viaGateway.body) !== JSON.stringify(viaBare.body))
-      throw new Error(
-        `${name}: the bare baseline answers differently\n${JSON.stringify(viaGateway).slice(0, 500)}\n${JSON.stringify(viaBare).slice(0, 500)}`,
-      );
-    const pg = await backends();
-    const g = await load(stack.gatewayUrl + path, key, requests, { ...gatewayPids, postgres: pg });
-    const pg2 = await backends();
-    const b = await load(bareUrl + path, key, requests, { bare: [bare.pid], postgres: pg2 });
-    const ratio = (g.p50 / Math.max(b.p50, 0.01)).toFixed(1);
-    rows.push(
-      `| ${name} | ${g.rps} | ${g.p50} | ${g.p99} | ${g.cpuUs.gateway} / ${g.cpuUs.learning} / ${g.cpuUs.postgres} | ${Math.round(g.rss.gateway)} / ${Math.round(g.rss.learning)} | ${b.rps} | ${b.p50} | ${b.p99} | ${b.cpuUs.bare} / ${b.cpuUs.postgres} | ${ratio}× | ${g.errors + b.errors} |`,
+  // PostgreSQL serves each client from its own backend process: those of each side's pool, at each run.
+  const backends = async (app) =>
+    (await lrn`select pid from pg_stat_activity where split_part(application_name, ':', 1) = ${app}`).map(
+      (r) => r.pid,
     );
-    log(rows.at(-1));
+  const pgOf = { gateway: [], bare: [] };
+  const sides = {
+    gateway: {
+      url: stack.gatewayUrl,
+      groups: () => ({
+        gateway: () => [stack.pid("gateway")],
+        learning: () => [stack.pid("learning")],
+        postgres: () => pgOf.gateway,
+      }),
+    },
+    bare: { url: bareUrl, groups: () => ({ bare: () => [bare.pid], postgres: () => pgOf.bare }) },
+  };
+  const results = [];
+  const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
+  for (const [name, path, requests] of scenarios.filter(([n]) => !only || only.test(n))) {
+    await checkEqual(name, stack.gatewayUrl, bareUrl, path, key);
+    const prepare = async () => {
+      [pgOf.gateway, pgOf.bare] = [await backends(`funil_${ENV}_learning`), await backends("bench_bare")];
+    };
+    results.push(await compare({ service: "learning", name, path, key, sides, requests, prepare, log }));
   }
   await lrn.end();
   const table = [
     `## ${new Date().toISOString()}: ${LEARNERS} learners, ${COURSES} courses, ${PROGRESS} progress messages${FULL ? " (full size)" : ""}`,
     "",
     `Import: ${lines} lines in ${imported.seconds.toFixed(1)} s = **${Math.round(lines / imported.seconds)} lines/s** end to end (${imported.summary}); import process peak RSS ${Math.round(imported.peakRss)} MB; learning database ${size} after VACUUM ANALYZE.`,
-    `${CONNECTIONS} connections, ${SECONDS} s per row; gateway, learning, PostgreSQL and the load generator share one ${process.platform} machine. CPU is µs per request from /proc/<pid>/stat (PostgreSQL: the learning database's backends). The bare baseline (bench/learning-bare.mjs) runs the learning store's SQL and JSON in one node:http process; ratio = gateway p50 / bare p50.`,
+    `Median of ${protocol.runs} runs of ${protocol.seconds} s per row, the gateway and the bare route (bench/learning-bare.mjs: one statement per page, columns mapped by hand, one pool of 10) alternating; ratio = gateway req/s ÷ bare req/s. Gateway, learning, PostgreSQL and the load generator share one ${os.availableParallelism()}-core machine (load average ${os.loadavg()[0].toFixed(1)} at the end). CPU is µs per request from /proc/<pid>/stat (postgres: each side's backends).`,
     "",
-    "| scenario | req/s | p50 ms | p99 ms | CPU µs/req gateway / learning / pg | RSS MB gateway / learning | bare req/s | bare p50 | bare p99 | CPU µs/req bare / pg | ratio p50 | non-2xx |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ...rows,
+    ...compareTable(results),
     "",
   ].join("\n");
   console.log(table);
-  const results = new URL("./RESULTS-learning.md", import.meta.url);
-  if (!existsSync(results)) writeFileSync(results, "# Learning bench results (npm run bench:learning)\n\n");
-  appendFileSync(results, `${table}\n`);
+  const resultsFile = new URL("./RESULTS-learning.md", import.meta.url);
+  if (!existsSync(resultsFile))
+    writeFileSync(resultsFile, "# Learning bench results (npm run bench:learning)\n\n");
+  appendFileSync(resultsFile, `${table}\n`);
 } finally {
   bare?.kill("SIGTERM");
   await stack.stop();

@@ -22,6 +22,7 @@ export async function measure({
   seconds,
   rate,
   idempotent,
+  requests,
   groups,
 }) {
   const latencies = [];
@@ -35,13 +36,18 @@ export async function measure({
     connections,
     duration: seconds,
     overallRate: rate,
-    requests: idempotent
-      ? [
-          {
-            setupRequest: (req) => ({ ...req, headers: { ...req.headers, "idempotency-key": randomUUID() } }),
-          },
-        ]
-      : undefined,
+    requests:
+      requests ??
+      (idempotent
+        ? [
+            {
+              setupRequest: (req) => ({
+                ...req,
+                headers: { ...req.headers, "idempotency-key": randomUUID() },
+              }),
+            },
+          ]
+        : undefined),
   });
   const refused = {};
   instance.on("response", (_client, status, _bytes, ms) => {

@@ -1,18 +1,20 @@
-// Load benchmark (`npm run bench`, docs/benchmarks.md): starts its own stack (FUNIL_ENV=bench), fills a workspace
-// through the API, starts the bare baseline (bare.mjs) on the same data, then drives both with autocannon
+// crm's load benchmark (`npm run bench:crm`; `npm run bench` runs it with the others, bench/all.mjs):
+// starts its own stack (FUNIL_ENV=bench), fills a workspace through the API, starts the bare baseline (bare.mjs) on the same data, then drives both with autocannon
 // on loopback, several runs per row, and reports medians: req/s, latencies, the gateway/bare ratio, and
 // the CPU time per request and RSS of every process, read from /proc. Writes bench/RESULTS.md.
 //
-//   npm run bench                     default: a few minutes
-//   npm run bench -- --full           the larger run (more rows, longer and more runs)
-//   BENCH_PROFILE=1 npm run bench     gateway and crm under node --cpu-prof; prints their top functions
+//   npm run bench:crm                 default: a few minutes
+//   npm run bench:crm -- --full       the larger run (more rows, longer and more runs)
+//   BENCH_PROFILE=1 npm run bench:crm gateway and crm under node --cpu-prof; prints their top functions
 //   BENCH_ONLY='contacts/\{id\}'       only the scenarios whose name matches
 //   BENCH_OPEN_LOOP=0                 without the open-loop rows (quicker comparisons of one change)
+//   BENCH_QUICK=1                     1 run of 2 s per row, no open loop (for iterating)
 //   BENCH_NODE_ARGS='--max-semi-space-size=32'   node flags for every process under test (bare too)
 // BENCH_CONTACTS, BENCH_DEALS, BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS (e.g. 8,32) and BENCH_ENV
 // (the FUNIL_ENV of its databases and streams, default bench) change the run.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
@@ -27,17 +29,19 @@ import { byPackage, profilesIn, topSelfTime } from "./profile.mjs";
 import { renderResults } from "./report.mjs";
 
 const FULL = process.argv.includes("--full") || process.env.BENCH_FULL === "1";
+/** BENCH_QUICK=1: short runs for iterating on one change (bench/compare.mjs reads it too). */
+const QUICK = process.env.BENCH_QUICK === "1";
 const numberOf = (name, fallback) => Number(process.env[name] ?? fallback);
 const opts = {
   contacts: numberOf("BENCH_CONTACTS", FULL ? 20_000 : 5_000),
   deals: numberOf("BENCH_DEALS", FULL ? 10_000 : 2_500),
-  seconds: numberOf("BENCH_SECONDS", FULL ? 10 : 3),
-  runs: numberOf("BENCH_RUNS", FULL ? 5 : 3),
+  seconds: numberOf("BENCH_SECONDS", FULL ? 10 : QUICK ? 2 : 3),
+  runs: numberOf("BENCH_RUNS", FULL ? 5 : QUICK ? 1 : 3),
   connections: (process.env.BENCH_CONNECTIONS ?? "8,32").split(",").map(Number),
   only: process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined,
   profile: process.env.BENCH_PROFILE === "1",
   nodeArgs: (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean),
-  openLoop: process.env.BENCH_OPEN_LOOP !== "0",
+  openLoop: process.env.BENCH_OPEN_LOOP !== "0" && !QUICK,
   funilEnv: process.env.BENCH_ENV ?? "bench",
 };
 const started = Date.now();
@@ -56,6 +60,8 @@ const progress = (msg) => {
 const env = { ...process.env, FUNIL_ENV: opts.funilEnv, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" };
 // Far above what the bench sends: the limiter still runs on every request, it just never says no.
 env.RATE_LIMIT_MAX = "1000000000";
+// One cursor key for the stack and the bare route, so that both sign a next cursor alike.
+env.CURSOR_KEYS ||= randomBytes(32).toString("base64url");
 for (const name of Object.keys(env))
   if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
 delete env.PORT;
@@ -283,6 +289,18 @@ try {
     results.alone.push({ name: s.name, connections: opts.connections[0], gateway: median(runs) });
   }
 
+  // One line per paired read route for bench/all.mjs' summary, in bench/compare.mjs' shape.
+  if (process.env.BENCH_SUMMARY)
+    for (const name of new Set(results.paired.filter((p) => p.name.startsWith("GET")).map((p) => p.name)))
+      appendFileSync(
+        process.env.BENCH_SUMMARY,
+        `${JSON.stringify({
+          service: "crm",
+          name,
+          closed: results.paired.filter((p) => p.name === name),
+          open: results.openLoop.find((o) => o.name === name),
+        })}\n`,
+      );
   const [{ version: pgVersion }] = await server`select current_setting('server_version') as version`;
   const page = renderResults({
     results,
@@ -343,7 +361,7 @@ function startBare(extraEnv) {
   const heap = heapFlags(env);
   const bareMain = new URL("./bare.mjs", import.meta.url).pathname;
   const child = spawn(process.execPath, [...heap, ...opts.nodeArgs, bareMain], {
-    env: { ...process.env, ...extraEnv },
+    env: { ...process.env, CURSOR_KEYS: env.CURSOR_KEYS, ...extraEnv },
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {

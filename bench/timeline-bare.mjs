@@ -1,26 +1,24 @@
-// The bare baseline of the timeline bench (docs/benchmarks.md): what the hardware gives for GET /interactions
-// without the architecture (no gateway, no Connect hop, no protobuf). A minimal Fastify app that checks the
-// bearer key's SHA-256 against an in-memory map, runs the timeline's own list (services/timeline's store:
-// the same SQL, `postgres` driver and options) on the timeline's database, pages it with the same keyset
-// cursor, and writes the JSON the gateway writes (bench/timeline.mjs checks the bodies are equal before
-// it measures). Started by bench/timeline.mjs as its own process, so /proc shows its CPU:
+// The bare route of the timeline bench: GET /interactions as a developer would write it in one process,
+// without the architecture (no gateway, no Connect hop, no protobuf). A Fastify app that checks the bearer
+// key's SHA-256 against an in-memory map, runs the one statement of the page on the timeline's database
+// (one pool of postgres.js' default size, no column transform), maps the columns to the API's JSON by hand
+// and pages with the API's signed keyset cursor (bench/timeline.mjs checks the bodies equal the gateway's
+// before it measures). Started by bench/timeline.mjs as its own process, so /proc shows its CPU:
 //   BARE_TIMELINE_DB=postgres://…/funil_x_timeline BARE_GATEWAY_DB=postgres://…/funil_x_gateway node bench/timeline-bare.mjs
 // It prints its port on stdout once it listens. Its key map is loaded at start: keys made later are unknown.
 import { createHash } from "node:crypto";
-import { keysetPage } from "@funil/rpc";
+import { decodeCursor, encodeCursor, useCursorKeys } from "@funil/rpc";
 import Fastify from "fastify";
 import postgres from "postgres";
-import { interactionStore } from "../services/timeline/dist/store/interactions.js";
 
-// The services' pool size and options (packages/db openDatabase, DATABASE_POOL_MAX default 3).
+// The stack's cursor keys (the bench passes them to both), so a cursor either side issues is the same.
+useCursorKeys(process.env.CURSOR_KEYS?.split(","), () => {});
+
 const sql = postgres(process.env.BARE_TIMELINE_DB, {
-  max: Number(process.env.DATABASE_POOL_MAX || 3),
-  transform: postgres.camel,
-  prepare: true,
+  max: 10,
   onnotice: () => {},
   connection: { application_name: "bench_timeline_bare" },
 });
-const store = interactionStore(sql);
 
 const keys = new Map();
 {
@@ -32,22 +30,21 @@ const keys = new Map();
 
 const error = (code, message) => ({ error: { code, message } });
 
-/** An interaction as the public API shows it (every field, null when unset). */
 const interactionJson = (r) => ({
   id: r.id,
   kind: r.kind,
   channel: r.channel,
   direction: r.direction,
   actor: r.actor,
-  userId: r.userId,
-  contactId: r.contactId,
-  opportunityId: r.opportunityId,
-  conversationId: r.conversationId,
-  conversationAssigneeUserId: r.conversationAssigneeUserId,
-  channelInstanceId: r.channelInstanceId,
-  senderPhone: r.senderPhone,
-  createdAt: r.createdAt.toISOString(),
-  durationSec: r.durationSec,
+  userId: r.user_id,
+  contactId: r.contact_id,
+  opportunityId: r.opportunity_id,
+  conversationId: r.conversation_id,
+  conversationAssigneeUserId: r.assignee_user_id,
+  channelInstanceId: r.channel_instance_id,
+  senderPhone: r.sender_phone,
+  createdAt: r.created_at.toISOString(),
+  durationSec: r.duration_sec,
   status: r.status,
   preview: r.preview,
 });
@@ -63,28 +60,34 @@ app.get("/api/v1/interactions", async (req, reply) => {
   if (!key) return reply.code(401).send(error("unauthorized", "missing or unknown key"));
   if (!key.scopes.has("interactions.read"))
     return reply.code(403).send(error("missing_scope", "needs interactions.read"));
-  const { cursor, limit, ...bound } = req.query;
-  const { rows, nextCursor } = await keysetPage({
-    list: "interactions",
-    workspaceId: key.workspaceId,
-    filters: bound,
-    cursor,
-    limit: Number(limit ?? 0),
-    defaultLimit: 100,
-    sortKey: (r) => r.createdAt,
-    fetch: (take, after) =>
-      store.list(
-        key.workspaceId,
-        {
-          contactId: bound.contactId,
-          userId: bound.userId,
-          channels: bound.channel?.split(",").map((c) => c.trim()),
-        },
-        take,
-        after,
-      ),
-  });
-  return { data: rows.map(interactionJson), nextCursor: nextCursor ?? null };
+  const { cursor, limit: asked, ...filters } = req.query;
+  const ws = key.workspaceId;
+  const bound = { ...filters, workspaceId: ws };
+  const limit = Number(asked ?? 100);
+  const after = cursor ? decodeCursor(cursor, "interactions", bound, ["timestamp", "string"]) : undefined;
+  const channels = filters.channel?.split(",").map((c) => c.trim());
+  const rows = await sql`
+    select i.id, i.kind, i.channel, i.direction, i.actor, i.user_id, i.contact_id, i.opportunity_id,
+      i.conversation_id, c.assignee_user_id, i.channel_instance_id, i.sender_phone, i.created_at,
+      i.duration_sec, i.status, i.preview
+    from interactions i
+    left join conversations c on c.workspace_id = i.workspace_id and c.id = i.conversation_id
+    where i.workspace_id = ${ws}
+      ${filters.contactId ? sql`and i.contact_id = ${filters.contactId}` : sql``}
+      ${filters.userId ? sql`and i.user_id = ${filters.userId}` : sql``}
+      ${channels ? sql`and i.channel = any(${channels})` : sql``}
+      ${after ? sql`and (i.created_at, i.id) < (${after[0]}, ${after[1]})` : sql``}
+    order by i.created_at desc, i.id desc
+    limit ${limit + 1}`;
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    data: page.map(interactionJson),
+    nextCursor:
+      rows.length > limit
+        ? encodeCursor("interactions", bound, [last.created_at.toISOString(), last.id])
+        : null,
+  };
 });
 
 const address = await app.listen({ port: 0, host: "127.0.0.1" });

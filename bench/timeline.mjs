@@ -2,33 +2,31 @@
 // bench_timeline), BENCH_INTERACTIONS interactions of one workspace loaded in bulk with COPY (default
 // 500 000; the issue's full size is BENCH_INTERACTIONS=5000000), the plans of the list queries (EXPLAIN
 // ANALYZE of the timeline's own SQL), then GET /interactions by contactId, by userId + channel, page 1 and a
-// page 10 000 deep, each through the gateway and through the bare baseline (bench/timeline-bare.mjs: the
-// same SQL, driver and JSON in one Fastify process, checked to answer the same body first), alternating run
-// by run, medians of BENCH_RUNS runs; the composed single reads through the gateway. Then the ingest
+// page 10 000 deep, each through the gateway and through the bare route (bench/timeline-bare.mjs: the page
+// written plainly in one Fastify process, checked to answer the same body first) by bench/compare.mjs
+// (BENCH_QUICK, BENCH_RUNS, BENCH_SECONDS, BENCH_CONNECTIONS); the composed single reads through the gateway. Then the ingest
 // throughput of one timeline process draining a backlog of BENCH_INGEST inbox messages (default 100 000;
-// the issue's is 1 000 000). BENCH_ONLY=reads|ingest runs one half; BENCH_PROFILE=<dir> runs the timeline
-// under node --cpu-prof writing there. Prints progress; appends the results to bench/RESULTS-timeline.md.
+// the issue's is 1 000 000). BENCH_ONLY=reads|ingest runs one half; BENCH_PROFILE=<dir> runs the gateway and
+// the timeline under node --cpu-prof writing there (<dir>/gateway, <dir>/timeline). Prints progress; appends the results to bench/RESULTS-timeline.md.
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { isDeepStrictEqual } from "node:util";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
-import { encodeCursor } from "../packages/rpc/dist/cursor.js";
+import { encodeCursor, useCursorKeys } from "../packages/rpc/dist/cursor.js";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { interactionStore } from "../services/timeline/dist/store/interactions.js";
+import { checkEqual, compare, compareTable, protocol } from "./compare.mjs";
 import { measure, median } from "./load.mjs";
 import { cpuSeconds, rssMb } from "./procstat.mjs";
 
 const ROWS = Number(process.env.BENCH_INTERACTIONS ?? 500_000);
 const BACKLOG = Number(process.env.BENCH_INGEST ?? 100_000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const RUNS = Number(process.env.BENCH_RUNS ?? 3);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ONLY = process.env.BENCH_ONLY;
 const PROFILE = process.env.BENCH_PROFILE;
 const CONTACTS = Math.max(1, Math.floor(ROWS / 100));
@@ -37,7 +35,16 @@ const CHANNELS = ["whatsapp", "instagram", "facebook", "phone", "call", "email",
 const ENV = process.env.BENCH_ENV ?? "bench_timeline";
 const log = (msg) => process.stderr.write(`[bench:timeline] ${msg}\n`);
 
-const env = { ...process.env, FUNIL_ENV: ENV, LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000" };
+const env = {
+  ...process.env,
+  FUNIL_ENV: ENV,
+  LOG_LEVEL: "warn",
+  RATE_LIMIT_MAX: "100000000",
+  // One cursor key for the stack and the bare route, so that both sign a next cursor alike.
+  CURSOR_KEYS: randomBytes(32).toString("base64url"),
+};
+// The deep page's cursor is made here, as the stack would sign it.
+useCursorKeys([env.CURSOR_KEYS], () => {});
 for (const name of Object.keys(env))
   if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
 delete env.PORT;
@@ -57,7 +64,10 @@ const stack = await startStack({
   env,
   port: 0,
   stdio: "ignore",
-  nodeArgs: (name) => (PROFILE && name === "timeline" ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}`] : []),
+  nodeArgs: (name) =>
+    PROFILE && ["gateway", "timeline"].includes(name)
+      ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`]
+      : [],
 });
 const base = stack.gatewayUrl;
 const db = postgres(dbUrl(`funil_${ENV}_timeline`), { max: 2, onnotice: () => {} });
@@ -91,6 +101,7 @@ async function startBare() {
       ...process.env,
       BARE_TIMELINE_DB: dbUrl(`funil_${ENV}_timeline`),
       BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
+      CURSOR_KEYS: env.CURSOR_KEYS,
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -265,58 +276,35 @@ async function reads(ws, key, contact, deal) {
   }
 
   bare = await startBare();
-  let timelinePg = [];
-  let barePg = [];
-  const groups = {
-    gateway: () => [stack.pid("gateway")],
-    timeline: () => [stack.pid("timeline")],
-    postgres: () => timelinePg,
-    bare: () => [bare.pid],
-    "bare postgres": () => barePg,
+  const pgOf = { gateway: [], bare: [] };
+  const sides = {
+    gateway: {
+      url: base,
+      groups: () => ({
+        gateway: () => [stack.pid("gateway")],
+        timeline: () => [stack.pid("timeline")],
+        postgres: () => pgOf.gateway,
+      }),
+    },
+    bare: { url: bare.url, groups: () => ({ bare: () => [bare.pid], postgres: () => pgOf.bare }) },
   };
-  const get = async (url) => {
-    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-    return { status: res.status, body: await res.json() };
+  const prepare = async () => {
+    pgOf.gateway = await backends([`funil_${ENV}_timeline`, `funil_${ENV}_gateway`]);
+    pgOf.bare = await backends(["bench_timeline_bare"]);
   };
   const rows = [];
   for (const s of scenarios) {
-    const [viaGateway, viaBare] = [await get(`${base}${s.path}`), await get(`${bare.url}${s.path}`)];
-    if (viaGateway.status !== 200 || viaGateway.body.data.length === 0)
-      throw new Error(`${s.name}: ${viaGateway.status} with ${viaGateway.body.data?.length} rows`);
-    if (!isDeepStrictEqual(viaGateway, viaBare))
-      throw new Error(
-        `${s.name}: the bare baseline answers differently\ngateway: ${JSON.stringify(viaGateway).slice(0, 600)}\nbare:    ${JSON.stringify(viaBare).slice(0, 600)}`,
-      );
-    // A second of warm-up on each side, so that both pools have opened their connections: the
-    // backends counted are the ones open now.
-    for (const url of [base, bare.url])
-      await measure({ url: `${url}${s.path}`, key, connections: CONNECTIONS, seconds: 1, groups: {} });
-    timelinePg = await backends([`funil_${ENV}_timeline`, `funil_${ENV}_gateway`]);
-    barePg = await backends(["bench_timeline_bare"]);
-    const runs = { gateway: [], bare: [] };
-    for (let r = 0; r < RUNS; r++)
-      for (const side of ["gateway", "bare"]) {
-        const m = await measure({
-          url: `${side === "gateway" ? base : bare.url}${s.path}`,
-          key,
-          connections: CONNECTIONS,
-          seconds: SECONDS,
-          groups,
-        });
-        // Only the processes that served this side.
-        const mine = side === "gateway" ? ["gateway", "timeline", "postgres"] : ["bare", "bare postgres"];
-        for (const k of Object.keys(m.cpuUs))
-          if (!mine.includes(k)) {
-            delete m.cpuUs[k];
-            delete m.rssMb[k];
-          }
-        runs[side].push(m);
-      }
-    const g = median(runs.gateway);
-    const b = median(runs.bare);
-    rows.push({ name: s.name, g, b });
-    log(
-      `${s.name}: gateway p50 ${ms(g.p50)} ms (${Math.round(g.rps)}/s), bare p50 ${ms(b.p50)} ms (${Math.round(b.rps)}/s)`,
+    await checkEqual(s.name, base, bare.url, s.path, key);
+    rows.push(
+      await compare({
+        service: "timeline",
+        name: `GET /interactions ${s.name}`,
+        path: s.path,
+        key,
+        sides,
+        prepare,
+        log,
+      }),
     );
   }
 
@@ -329,13 +317,13 @@ async function reads(ws, key, contact, deal) {
   ]) {
     const crmPg = await backends([`funil_${ENV}_crm`, `funil_${ENV}_timeline`, `funil_${ENV}_gateway`]);
     const runs = [];
-    for (let r = 0; r < RUNS; r++)
+    for (let r = 0; r < protocol.runs; r++)
       runs.push(
         await measure({
           url: `${base}${path}`,
           key,
-          connections: CONNECTIONS,
-          seconds: SECONDS,
+          connections: protocol.connections[0],
+          seconds: protocol.seconds,
           groups: {
             gateway: () => [stack.pid("gateway")],
             crm: () => [stack.pid("crm")],
@@ -349,16 +337,11 @@ async function reads(ws, key, contact, deal) {
   }
 
   out.push(
-    `GET /interactions, ${CONNECTIONS} connections, median of ${RUNS} runs of ${SECONDS} s each, the gateway and the bare baseline (bench/timeline-bare.mjs) alternating run by run on the same data; ratio = gateway req/s ÷ bare req/s; p50 × = gateway p50 ÷ bare p50. CPU = µs per request per process (PostgreSQL: the backends of each side), RSS = the highest seen, MiB.`,
+    `GET /interactions: median of ${protocol.runs} runs of ${protocol.seconds} s per row, the gateway and the bare route (bench/timeline-bare.mjs: the page's one statement in one Fastify process, columns mapped by hand, one pool of 10) alternating on the same data; ratio = gateway req/s ÷ bare req/s. CPU = µs per request per process (postgres: each side's backends).`,
     "",
-    "| GET /interactions | gateway req/s | bare req/s | ratio | gateway p50 / p99 ms | bare p50 / p99 ms | p50 × | errors | CPU µs/request: gateway side · bare side | RSS MiB |",
-    "|---|---|---|---|---|---|---|---|---|---|",
-    ...rows.map(
-      ({ name, g, b }) =>
-        `| ${name} | ${Math.round(g.rps)} | ${Math.round(b.rps)} | ${(g.rps / b.rps).toFixed(2)} | ${ms(g.p50)} / ${ms(g.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${(g.p50 / b.p50).toFixed(1)} | ${g.errors + b.errors} | ${cpuList(g.cpuUs)} · ${cpuList(b.cpuUs)} | ${rssList({ ...g.rssMb, ...b.rssMb })} |`,
-    ),
+    ...compareTable(rows),
     "",
-    `Page ${rows[1].name.split(",")[0].slice(5)} against page 1 through the gateway: p50 ${(rows[1].g.p50 / rows[0].g.p50).toFixed(2)}×, p99 ${(rows[1].g.p99 / rows[0].g.p99).toFixed(2)}×.`,
+    `Page ${scenarios[1].name.split(",")[0].slice(5)} against page 1 through the gateway at ${protocol.connections[0]} connections: p50 ${(rows[1].closed[0].gateway.p50 / rows[0].closed[0].gateway.p50).toFixed(2)}×.`,
     "",
     "| composed read (gateway only) | req/s | p50 / p99 ms | errors | CPU µs/request | RSS MiB |",
     "|---|---|---|---|---|---|",

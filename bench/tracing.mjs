@@ -1,4 +1,4 @@
-// What tracing costs (`npm run bench:tracing`, issue 25): the main reads and the contact upsert through the
+// What tracing costs (`npm run bench:tracing`, docs/operations.md §What it costs): the main reads and the contact upsert through the
 // gateway with tracing off (no OTLP endpoint: the SDK is not even loaded), and on with parent-based 10 %
 // sampling, sending to an OTLP/HTTP receiver in this process that answers every export and keeps nothing
 // (a local collector at its cheapest). One stack per mode on the same filled databases, the modes in

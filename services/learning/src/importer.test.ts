@@ -90,14 +90,12 @@ describe("npm run import:platform", () => {
     expect(learner).toMatchObject({
       name: "New name",
       access: {
-        lastLoginAt: new Date("2026-11-19T00:00:00.000Z"),
-        lastActiveAt: new Date("2026-11-21T00:00:00.000Z"),
+        lastLoginAt: "2026-11-19T00:00:00.000Z",
+        lastActiveAt: "2026-11-21T00:00:00.000Z",
         lastIp: "10.0.0.9",
         sessionsInWindow: 2,
       },
-      lessons: [
-        { lessonId: "l1", watchSec: 100, completed: true, lastDate: new Date("2026-11-20T00:00:00.000Z") },
-      ],
+      lessons: [{ lessonId: "l1", watchSec: 100, completed: true, lastDate: "2026-11-20T00:00:00.000Z" }],
     });
     expect(await stagingTables()).toBe(0);
   });
@@ -114,9 +112,7 @@ describe("npm run import:platform", () => {
       await file("older.ndjson", [user("u2"), enroll("u2"), progress("u2", 20, "2026-11-01T00:00:00.000Z")]),
     );
     const learner = await learnerStore(sql).get("u2", 365, since);
-    expect(learner?.lessons).toMatchObject([
-      { watchSec: 90, lastDate: new Date("2026-11-21T00:00:00.000Z") },
-    ]);
+    expect(learner?.lessons).toMatchObject([{ watchSec: 90, lastDate: "2026-11-21T00:00:00.000Z" }]);
   });
 
   it("docs/api/learners.md §Ingest: a live write that deadlocks with the merge does not fail the import", async () => {

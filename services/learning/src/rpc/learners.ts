@@ -32,7 +32,8 @@ export function learnerService(deps: {
         cursor,
         limit,
         defaultLimit: 50,
-        sortKey: (l) => l.createdAt,
+        // One Date per page, for the next cursor.
+        sortKey: (l) => new Date(l.createdAt),
         fetch: (take, after) =>
           learners.list(
             {

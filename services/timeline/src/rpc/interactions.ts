@@ -33,7 +33,8 @@ export function interactionService(deps: {
         cursor,
         limit,
         defaultLimit: 100,
-        sortKey: (r) => r.createdAt,
+        // One Date per page, for the next cursor.
+        sortKey: (r) => new Date(r.createdAt),
         fetch: (take, after) => deps.interactions.list(req.workspaceId, filters, take, after),
       });
       return { data: rows.map(interactionToProto), nextCursor };

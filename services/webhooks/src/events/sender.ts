@@ -507,7 +507,7 @@ function jobHandler(s: Sender, g: Gatherers) {
 }
 
 /**
- * The worker of WEBHOOK_DELIVERIES (issue 11 §3-5): one signed POST per
+ * The worker of WEBHOOK_DELIVERIES (docs/api/webhooks.md §Retries): one signed POST per
  * delivery of a job, each in a slot of its subscription; every outcome is
  * written to its delivery's row before the job is acknowledged, or handed
  * back with the delay of its earliest retry (`nak`, the schedule of
