@@ -7717,7 +7717,10 @@ export interface operations {
     };
     getWebhooksEventTypes: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;

@@ -6,6 +6,7 @@ import type { GatewayContext } from "../../context.js";
 import { EVENT_CATALOG } from "../../events/catalog.js";
 import { errorResponses } from "../../schemas/common.js";
 import { delivery, eventType, page, webhookAttempt, webhookRecovered } from "../../schemas/responses.js";
+import { pageOf, wholeListQuery } from "./whole-list.js";
 
 // As every webhooks route (webhooks.ts): webhooks.manage; the service checks the rest.
 const config = { scopes: ["webhooks.manage"] };
@@ -31,11 +32,18 @@ export const webhookDeliveryRoutes =
           tags,
           summary:
             "The event catalog: every subscribable event, when it is emitted, the read scope it needs and the JSON Schema of a delivery's body",
-          querystring: z.strictObject({}),
+          // A short list like the others the gateway pages itself: limit 1..500 (one page by default).
+          querystring: z.strictObject(wholeListQuery),
           response: { 200: page(eventType), ...errorResponses(400, 401, 403) },
         },
       },
-      async () => ({ data: EVENT_CATALOG, nextCursor: null }),
+      async (req) =>
+        pageOf(EVENT_CATALOG, {
+          list: "event-types",
+          workspaceId: req.caller.workspaceId,
+          ...req.query,
+          key: (e) => e.type,
+        }),
     );
 
     app.post(
