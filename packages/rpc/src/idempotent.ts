@@ -51,6 +51,21 @@ export interface IdempotentCall<R> {
   remember: Remember<R>;
 }
 
+/**
+ * The call of one write request: its workspace and Idempotency-Key (if it sent one), the operation and
+ * its input as the key's fingerprint, the time, and how its answer is remembered.
+ */
+export function keyedCall<R>(
+  sql: Sql,
+  req: { workspaceId: string; idempotencyKey?: string | undefined },
+  operation: string,
+  input: unknown,
+  now: Date,
+  remember: Remember<R>,
+): IdempotentCall<R> {
+  return { sql, workspaceId: req.workspaceId, key: req.idempotencyKey, operation, input, now, remember };
+}
+
 function keyed(call: IdempotentCall<unknown>): IdempotencyRequest | undefined {
   if (call.key === undefined) return undefined;
   const { "idempotency-key": key } = check(keyHeader, { "idempotency-key": call.key }, "headers");

@@ -12,7 +12,16 @@ import {
 } from "@funil/contracts";
 import type { Sql } from "@funil/db";
 import { invalid, notFound } from "@funil/errors";
-import { asMessageJson, idempotent, keysetPage, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
+import {
+  asMessageJson,
+  idempotent,
+  keyedCall,
+  keysetPage,
+  plainOf,
+  type Remember,
+  replayOf,
+  runOnce,
+} from "@funil/rpc";
 import {
   check,
   idParam,
@@ -60,15 +69,14 @@ export function contactService(deps: {
     status: "active" | "archived",
   ) {
     const { id } = check(idParam, { id: req.id }, "path");
-    const call = {
-      sql: deps.sql,
-      workspaceId: req.workspaceId,
-      key: req.idempotencyKey,
-      operation: status === "archived" ? "ArchiveContact" : "UnarchiveContact",
-      input: { id },
-      now: clock.now(),
-      remember: rememberContact,
-    };
+    const call = keyedCall(
+      deps.sql,
+      req,
+      status === "archived" ? "ArchiveContact" : "UnarchiveContact",
+      { id },
+      clock.now(),
+      rememberContact,
+    );
     return idempotent(ctx, call, async (tx) => {
       const row = await contacts.setStatus(req.workspaceId, id, status, call.now, tx);
       if (!row) throw notFound("contact");
@@ -122,15 +130,7 @@ export function contactService(deps: {
         if (changes[key] === null) delete changes[key];
       if (!phoneDigits(changes.phone) && !emailKey(changes.email))
         throw invalid([{ path: "body.phone", message: "phone or email is required" }], "body");
-      const call = {
-        sql: deps.sql,
-        workspaceId: req.workspaceId,
-        key: req.idempotencyKey,
-        operation: "UpsertContact",
-        input: plain,
-        now: clock.now(),
-        remember: rememberUpsert,
-      };
+      const call = keyedCall(deps.sql, req, "UpsertContact", plain, clock.now(), rememberUpsert);
       const replay = await replayOf(ctx, call);
       if (replay) return replay;
       await checkCustomFields(req.workspaceId, "contact", changes.customFields);

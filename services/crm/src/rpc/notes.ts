@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import { CreateNoteRequestSchema, CreateNoteResponseSchema, type NoteService } from "@funil/contracts";
 import type { Sql } from "@funil/db";
-import { asMessageJson, idempotent, plainOf } from "@funil/rpc";
+import { asMessageJson, idempotent, keyedCall, plainOf } from "@funil/rpc";
 import { check, createNoteBody } from "@funil/schemas";
 import type { NoteStore } from "../store/notes.js";
 import { noteWire } from "./wire.js";
@@ -18,15 +18,7 @@ export function noteService(deps: {
     async createNote(req, ctx) {
       const plain = plainOf(CreateNoteRequestSchema, req, ["workspaceId", "idempotencyKey"]);
       const body = check(createNoteBody, plain, "body");
-      const call = {
-        sql: deps.sql,
-        workspaceId: req.workspaceId,
-        key: req.idempotencyKey,
-        operation: "CreateNote",
-        input: plain,
-        now: deps.clock.now(),
-        remember: rememberCreated,
-      };
+      const call = keyedCall(deps.sql, req, "CreateNote", plain, deps.clock.now(), rememberCreated);
       return idempotent(ctx, call, async (tx) => {
         const note = await deps.notes.create(
           req.workspaceId,

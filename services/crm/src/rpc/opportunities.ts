@@ -12,7 +12,16 @@ import {
 } from "@funil/contracts";
 import type { Sql } from "@funil/db";
 import { notFound } from "@funil/errors";
-import { fromApiJson, keysetPage, plainOf, type Remember, replayOf, runOnce, toApiJson } from "@funil/rpc";
+import {
+  fromApiJson,
+  keyedCall,
+  keysetPage,
+  plainOf,
+  type Remember,
+  replayOf,
+  runOnce,
+  toApiJson,
+} from "@funil/rpc";
 import {
   check,
   createDealBody,
@@ -124,15 +133,7 @@ export function opportunityService(deps: {
     async createOpportunity(req, ctx) {
       const plain = plainOf(OpportunityInputSchema, req.input ?? create(OpportunityInputSchema));
       const input = inputOf(check(createDealBody, plain, "body"));
-      const call = {
-        sql: deps.sql,
-        workspaceId: req.workspaceId,
-        key: req.idempotencyKey,
-        operation: "CreateOpportunity",
-        input: plain,
-        now: clock.now(),
-        remember: rememberDeal,
-      };
+      const call = keyedCall(deps.sql, req, "CreateOpportunity", plain, clock.now(), rememberDeal);
       const replay = await replayOf(ctx, call);
       if (replay) return replay;
       await checkCustomFields(req.workspaceId, "opportunity", input.customFields);

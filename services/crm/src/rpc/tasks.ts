@@ -8,7 +8,7 @@ import {
   type TaskService,
 } from "@funil/contracts";
 import type { Sql } from "@funil/db";
-import { asMessageJson, idempotent, keysetPage, plainOf } from "@funil/rpc";
+import { asMessageJson, idempotent, keyedCall, keysetPage, plainOf } from "@funil/rpc";
 import {
   check,
   createTaskBody,
@@ -75,15 +75,7 @@ export function taskService(deps: {
     async createTask(req, ctx) {
       const plain = fieldsOf(req.fields);
       const changes = changesOf(check(createTaskBody, plain, "body"));
-      const call = {
-        sql: deps.sql,
-        workspaceId: req.workspaceId,
-        key: req.idempotencyKey,
-        operation: "CreateTask",
-        input: plain,
-        now: clock.now(),
-        remember: rememberCreated,
-      };
+      const call = keyedCall(deps.sql, req, "CreateTask", plain, clock.now(), rememberCreated);
       return idempotent(ctx, call, async (tx) =>
         reply(await tasks.create(req.workspaceId, { ...changes, title: changes.title! }, call.now, tx)),
       );

@@ -18,9 +18,11 @@ import {
   asMessageJson,
   fromApiJson,
   idempotent,
+  keyedCall,
   keysetPage,
   plainOf,
   REPLAYED_HEADER,
+  type Remember,
   replayOf,
   runOnce,
 } from "@funil/rpc";
@@ -135,16 +137,8 @@ function meetingChanges(deps: SchedulingDeps) {
     req: { workspaceId: string; idempotencyKey?: string },
     operation: string,
     input: unknown,
-    rememberAs: R,
-  ) => ({
-    sql: deps.sql,
-    workspaceId: req.workspaceId,
-    key: req.idempotencyKey,
-    operation,
-    input,
-    now: clock.now(),
-    remember: rememberAs,
-  });
+    remember: Remember<R>,
+  ) => keyedCall(deps.sql, req, operation, input, clock.now(), remember);
   return {
     async cancelAppointment(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");

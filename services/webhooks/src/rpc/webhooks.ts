@@ -13,7 +13,7 @@ import {
 } from "@funil/contracts";
 import type { Sql } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
-import { keysetPage, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
+import { keyedCall, keysetPage, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
 import {
   check,
   createWebhookBody,
@@ -120,15 +120,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
     async createWebhook(req, ctx) {
       const plain = fieldsOf(req.fields);
       const body = check(createWebhookBody, plain, "body");
-      const call = {
-        sql: deps.sql,
-        workspaceId: req.workspaceId,
-        key: req.idempotencyKey,
-        operation: "CreateWebhook",
-        input: plain,
-        now: clock.now(),
-        remember: remembered,
-      };
+      const call = keyedCall(deps.sql, req, "CreateWebhook", plain, clock.now(), remembered);
       const replay = await replayOf(ctx, call);
       if (replay) return replay;
       const events = distinct(body.events);
