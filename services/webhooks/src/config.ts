@@ -31,5 +31,10 @@ export const webhooksConfig = baseEnv.extend({
   WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).default(16),
   /** How long the attempt log keeps an attempt (docs/api/webhooks.md §Attempt log). */
   WEBHOOK_ATTEMPT_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+  /**
+   * How long a delivery that is over (delivered or dead) is kept: the deliveries list and recover reach
+   * back this far (docs/operations.md §Retention). A pending delivery is never swept.
+   */
+  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
 });
 export type WebhooksConfig = z.output<typeof webhooksConfig>;

@@ -37,6 +37,12 @@ export function webhookDeps(
   };
 }
 
+/** The deliveries that are over, kept WEBHOOK_DELIVERY_RETENTION_DAYS (docs/operations.md §Retention). */
+export const deliverySweep = (deliveries: WebhookDeps["deliveries"], days: number): Sweep => ({
+  name: "webhook deliveries",
+  run: (_sql, now) => deliveries.sweep(new Date(now.getTime() - days * 86_400_000)),
+});
+
 /** The attempt log's retention (docs/api/webhooks.md §Attempt log), swept with the service's others. */
 export const attemptSweep = (attempts: WebhookDeps["attempts"], days: number): Sweep => ({
   name: "webhook attempts",
@@ -78,7 +84,10 @@ export function start(config: WebhooksConfig, clock: Clock) {
       return {
         routes: routes(deps),
         consumers: [fanOut, sender.consumer],
-        sweeps: [attemptSweep(deps.attempts, config.WEBHOOK_ATTEMPT_RETENTION_DAYS)],
+        sweeps: [
+          attemptSweep(deps.attempts, config.WEBHOOK_ATTEMPT_RETENTION_DAYS),
+          deliverySweep(deps.deliveries, config.WEBHOOK_DELIVERY_RETENTION_DAYS),
+        ],
         async stop() {
           await fanOut.stop();
           await sender.stop();

@@ -210,3 +210,39 @@ describe("a fan-out's jobs and traces", () => {
     expect(jobs).toHaveLength(3);
   });
 });
+
+describe("the deliveries' retention (docs/operations.md §Retention: WEBHOOK_DELIVERY_RETENTION_DAYS)", () => {
+  it("the sweep deletes the deliveries that are over and older than the retention, in batches; pending ones and recent ones stay", async () => {
+    const workspaceId = `ws_keep${Date.now()}`;
+    const sub = await subscriptionStore(sql).create(
+      workspaceId,
+      { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
+      "whsec_test",
+      at(0),
+    );
+    const event = (i: number) => ({
+      id: `evt_${workspaceId}_${i}`,
+      type: "contact.created",
+      workspaceId,
+      occurredAt: at(1_000).toISOString(),
+      data: { id: `ct_${i}` },
+    });
+    const day = 86_400_000;
+    // Six fanned out 40 days before the sweep: two delivered, three dead, one still pending; one recent.
+    for (let i = 0; i < 6; i++) await store.fanOut([event(i)], at(2_000 + i));
+    await store.fanOut([event(9)], at(40 * day));
+    await sql`
+      update deliveries set status = case when event_id like '%\\_0' or event_id like '%\\_1' then 'delivered'
+        when event_id like '%\\_5' then 'pending' else 'dead' end
+      where subscription_id = ${sub.id} and event_id <> ${event(9).id}`;
+    await sql`update deliveries set status = 'delivered' where event_id = ${event(9).id}`;
+    // The sweep is the whole table's: the other tests' old deliveries that are over go too.
+    expect(await store.sweep(at(10 * day), 2)).toBeGreaterThanOrEqual(5);
+    const left = await sql<{ eventId: string; status: string }[]>`
+      select event_id, status from deliveries where subscription_id = ${sub.id} order by event_id`;
+    expect(left).toEqual([
+      { eventId: event(5).id, status: "pending" },
+      { eventId: event(9).id, status: "delivered" },
+    ]);
+  });
+});

@@ -230,6 +230,26 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       });
     },
 
+    /**
+     * The deliveries that are over (delivered or dead) and were created before `before` go, `batch` at a
+     * time; a pending one stays whatever its age. Each subscription's are found through its
+     * deliveries_recent index, so the sweep needs no index of its own on the insert path.
+     */
+    async sweep(before: Date, batch = 5000): Promise<number> {
+      let gone = 0;
+      for (;;) {
+        const rows = await sql`
+          delete from deliveries where id = any(array(
+            select d.id from subscriptions s cross join lateral (
+              select id from deliveries
+              where subscription_id = s.id and created_at < ${before} and status <> 'pending'
+              limit ${batch}) d
+            limit ${batch}))`;
+        gone += rows.count;
+        if (rows.count < batch) return gone;
+      }
+    },
+
     /** The 50 most recent deliveries of a subscription (docs/api/webhooks.md §GET /webhooks/{id}/deliveries; docs/api/conventions.md §Limits). */
     async recent(subscriptionId: string): Promise<DeliveryRecord[]> {
       return sql<DeliveryRecord[]>`
