@@ -15,15 +15,18 @@ export interface Sweep {
 const BATCH = 5000;
 
 /**
- * Deletes, batch after batch, the rows `deleteBatch` picks (at most `BATCH` each) until a batch comes
+ * Deletes, batch after batch, the rows `deleteBatch` picks (at most `batch` each) until a batch comes
  * back short: a backlog of a week of rows goes in one sweep without one statement that holds them all.
  */
-export async function inBatches(deleteBatch: (limit: number) => Promise<number>): Promise<number> {
+export async function inBatches(
+  deleteBatch: (limit: number) => Promise<number>,
+  batch = BATCH,
+): Promise<number> {
   let total = 0;
   for (;;) {
-    const n = await deleteBatch(BATCH);
+    const n = await deleteBatch(batch);
     total += n;
-    if (n < BATCH) return total;
+    if (n < batch) return total;
   }
 }
 

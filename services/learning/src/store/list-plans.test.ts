@@ -1,8 +1,8 @@
 import { fileURLToPath } from "node:url";
 import { naming } from "@funil/config";
 import { migrate, openDatabase, type Sql } from "@funil/db";
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { planOf as sharedPlanOf } from "../../../../tests/plans.js";
 import { type LearnerFilters, learnerStore } from "./learners.js";
 
 /**
@@ -37,38 +37,9 @@ afterAll(async () => {
   await sql?.end({ timeout: 5 });
 });
 
-const text = (rows: readonly object[]) => rows.map((r) => Object.values(r)[0]).join("\n");
-/** A value as an SQL literal, for EXECUTE's arguments. */
-const literal = (v: unknown) =>
-  `'${(v instanceof Date ? v.toISOString() : Array.isArray(v) ? `{${v.join(",")}}` : String(v)).replace(/'/g, "''")}'`;
-
-/**
- * The statement `run` sends and its plan: the generic plan PostgreSQL keeps for it when `kept`, else the
- * plan made for its values.
- */
-async function planOf(run: (s: Sql) => Promise<unknown>, kept: boolean) {
-  let sent: { query: string; params: unknown[] } | undefined;
-  const probe = postgres(`${url.replace(/\/[^/]*$/, "")}/${names.database("learning")}`, {
-    max: 1,
-    onnotice: () => {},
-    // The driver's own first statement (its array types) is not the one looked for.
-    debug: (_c, query, params) => {
-      if (/from users u/.test(query)) sent = { query, params };
-    },
-  }) as unknown as Sql;
-  try {
-    await run(probe);
-    const { query, params } = sent!;
-    if (!kept)
-      return { query, plan: text(await probe.unsafe(`explain (costs off) ${query}`, params as never[])) };
-    await probe.unsafe("set plan_cache_mode = force_generic_plan");
-    await probe.unsafe(`prepare kept as ${query}`);
-    const args = params.length ? `(${params.map(literal).join(", ")})` : "";
-    return { query, plan: text(await probe.unsafe(`explain (costs off) execute kept${args}`)) };
-  } finally {
-    await probe.end({ timeout: 5 });
-  }
-}
+/** The statement `run` sends and its plan: the kept generic plan when `kept`, else the one for its values. */
+const planOf = (run: (s: Sql) => Promise<unknown>, kept: boolean) =>
+  sharedPlanOf(`${url.replace(/\/[^/]*$/, "")}/${names.database("learning")}`, /from users u/, run, kept);
 
 const after: [Date, string] = [new Date("2025-01-05T00:00:00.000Z"), "u005760"];
 const cases: Array<[string, LearnerFilters, [Date, string] | undefined, RegExp]> = [

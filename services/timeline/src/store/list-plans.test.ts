@@ -1,7 +1,7 @@
 import { naming } from "@funil/config";
 import { migrate, openDatabase, type Sql } from "@funil/db";
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { planOf } from "../../../../tests/plans.js";
 import { migrations } from "../server.js";
 import { type InteractionFilters, interactionStore } from "./interactions.js";
 
@@ -41,35 +41,14 @@ afterAll(async () => {
   await sql?.end({ timeout: 5 });
 });
 
-const text = (rows: readonly object[]) => rows.map((r) => Object.values(r)[0]).join("\n");
-/** A value as an SQL literal, for EXECUTE's arguments. */
-const literal = (v: unknown) =>
-  `'${(v instanceof Date ? v.toISOString() : Array.isArray(v) ? `{${v.join(",")}}` : String(v)).replace(/'/g, "''")}'`;
-
 /** The statement the store sends for a page of 50 and the generic plan PostgreSQL keeps for it. */
-async function keptPlanOf(filters: InteractionFilters, after?: [Date, string]) {
-  let sent: { query: string; params: unknown[] } | undefined;
-  const probe = postgres(`${url.replace(/\/[^/]*$/, "")}/${names.database("timeline")}`, {
-    max: 1,
-    onnotice: () => {},
-    // The driver's own first statement (its array types) is not the one looked for.
-    debug: (_c, query, params) => {
-      if (/from interactions i/.test(query)) sent = { query, params };
-    },
-  }) as unknown as Sql;
-  try {
-    await interactionStore(probe).list(WS, filters, 51, after);
-    const { query, params } = sent!;
-    await probe.unsafe("set plan_cache_mode = force_generic_plan");
-    await probe.unsafe(`prepare kept as ${query}`);
-    const plan = text(
-      await probe.unsafe(`explain (costs off) execute kept(${params.map(literal).join(", ")})`),
-    );
-    return { query, plan };
-  } finally {
-    await probe.end({ timeout: 5 });
-  }
-}
+const keptPlanOf = (filters: InteractionFilters, after?: [Date, string]) =>
+  planOf(
+    `${url.replace(/\/[^/]*$/, "")}/${names.database("timeline")}`,
+    /from interactions i/,
+    (probe: Sql) => interactionStore(probe).list(WS, filters, 51, after),
+    true,
+  );
 
 const cases: Array<[string, InteractionFilters, [Date, string] | undefined, string]> = [
   ["GET /interactions (page 1)", {}, undefined, "interactions_by_created"],
@@ -93,16 +72,12 @@ describe("GET /interactions plans (EXPLAIN)", () => {
     });
 
   it("GET /interactions?userId=&channel=: the page size stays a parameter, so the channel list is planned with its values", async () => {
-    let query = "";
-    const probe = postgres(`${url.replace(/\/[^/]*$/, "")}/${names.database("timeline")}`, {
-      max: 1,
-      onnotice: () => {},
-      debug: (_c, q) => {
-        if (/from interactions i/.test(q)) query = q;
-      },
-    }) as unknown as Sql;
-    await interactionStore(probe).list(WS, { userId: "u8", channels: ["whatsapp", "call"] }, 51);
-    await probe.end({ timeout: 5 });
+    const { query } = await planOf(
+      `${url.replace(/\/[^/]*$/, "")}/${names.database("timeline")}`,
+      /from interactions i/,
+      (probe: Sql) => interactionStore(probe).list(WS, { userId: "u8", channels: ["whatsapp", "call"] }, 51),
+      false,
+    );
     expect(query).toMatch(/limit \$\d+$/);
   });
 

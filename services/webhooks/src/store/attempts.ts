@@ -1,4 +1,4 @@
-import type { Sql } from "@funil/db";
+import { inBatches, type Sql } from "@funil/db";
 
 /** A line of the attempt log as the API shows it. */
 export interface AttemptRecord {
@@ -54,14 +54,12 @@ export function attemptStore(sql: Sql) {
      * locks for long. Answers how many went.
      */
     async sweep(before: Date, batch = 10_000): Promise<number> {
-      let gone = 0;
-      for (;;) {
+      return inBatches(async (limit) => {
         const rows = await sql`
           delete from attempts where id = any(array(
-            select id from attempts where at < ${before} limit ${batch}))`;
-        gone += rows.count;
-        if (rows.count < batch) return gone;
-      }
+            select id from attempts where at < ${before} limit ${limit}))`;
+        return rows.count;
+      }, batch);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { type EventEnvelope, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
+import { type EventEnvelope, inBatches, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
 import type { AttemptResult, Next } from "../schedule.js";
 
 /** A delivery as the API shows it (docs/api/webhooks.md §Delivery). */
@@ -236,18 +236,16 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
      * deliveries_recent index, so the sweep needs no index of its own on the insert path.
      */
     async sweep(before: Date, batch = 5000): Promise<number> {
-      let gone = 0;
-      for (;;) {
+      return inBatches(async (limit) => {
         const rows = await sql`
           delete from deliveries where id = any(array(
             select d.id from subscriptions s cross join lateral (
               select id from deliveries
               where subscription_id = s.id and created_at < ${before} and status <> 'pending'
-              limit ${batch}) d
-            limit ${batch}))`;
-        gone += rows.count;
-        if (rows.count < batch) return gone;
-      }
+              limit ${limit}) d
+            limit ${limit}))`;
+        return rows.count;
+      }, batch);
     },
 
     /** The 50 most recent deliveries of a subscription (docs/api/webhooks.md §GET /webhooks/{id}/deliveries; docs/api/conventions.md §Limits). */
