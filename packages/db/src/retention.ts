@@ -75,8 +75,14 @@ export function startSweeps(opts: {
       }
     }
   };
+  let busy = false;
+  // A round still running when the next is due is not queued behind it: the next tick sweeps again.
   const run = () => {
-    running = running.then(round);
+    if (busy) return;
+    busy = true;
+    running = round().finally(() => {
+      busy = false;
+    });
   };
   const timer = setInterval(run, opts.intervalMs ?? 10 * 60_000);
   timer.unref();
