@@ -71,7 +71,19 @@ const DEFAULT_RETRY: Required<RetryOptions> = {
   minRetriesPerSecond: 2,
 };
 
-const newKey = () => globalThis.crypto.randomUUID();
+/**
+ * A fresh Idempotency-Key, a version 4 UUID. Browsers give `randomUUID` to
+ * secure contexts only (https, localhost): a page served over plain http
+ * elsewhere builds it from `getRandomValues`, which every context has.
+ */
+function newKey(): string {
+  if (typeof globalThis.crypto.randomUUID === "function") return globalThis.crypto.randomUUID();
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
 
 /** A client of the Funil API: one method per operation, typed from the API's OpenAPI document. */
 export function createFunil(options: FunilOptions): Funil {
