@@ -14,11 +14,10 @@ describe("examples/book-first-slot", () => {
   it("books the calendar's first free slot, and the next booking the next free one", async () => {
     const funil = createFunil({ apiKey: ws.key, baseUrl: gatewayUrl() });
     const cal = await calendar(ws, { assigneeUserIds: undefined });
-    const [slot] = (
-      await funil.getCalendarsByIdSlots({ params: { path: { id: cal.id }, query: { limit: 1 } } })
-    ).data;
-    const a = await funil.postContacts({ body: { name: "A", email: `a.${ws.id}@example.com` } });
-    const b = await funil.postContacts({ body: { name: "B", email: `b.${ws.id}@example.com` } });
+    const [slot] = (await funil.listCalendarSlots({ params: { path: { id: cal.id }, query: { limit: 1 } } }))
+      .data;
+    const a = await funil.upsertContact({ body: { name: "A", email: `a.${ws.id}@example.com` } });
+    const b = await funil.upsertContact({ body: { name: "B", email: `b.${ws.id}@example.com` } });
     const first = await bookFirstSlot({ funil, calendarId: cal.id, contactId: a.id, title: "Demo" });
     expect(first.startAt).toBe(slot!.startAt);
     expect(first.assigneeUserId).toBe(slot!.assigneeUserId);

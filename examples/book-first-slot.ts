@@ -13,13 +13,13 @@ export async function bookFirstSlot(opts: {
   /** Start of the search; default now (the API's default range is the next 7 days). */
   from?: Date;
 }) {
-  const slots = opts.funil.list("getCalendarsByIdSlots", {
+  const slots = opts.funil.list("listCalendarSlots", {
     params: { path: { id: opts.calendarId }, query: opts.from ? { from: opts.from.toISOString() } : {} },
     pageSize: 50,
   });
   for await (const slot of slots) {
     try {
-      return await opts.funil.postAppointments({
+      return await opts.funil.createAppointment({
         body: {
           calendarId: opts.calendarId,
           contactId: opts.contactId,

@@ -71,7 +71,7 @@ describe("examples/import-contacts", () => {
     expect(seen.at(-1)).toEqual(done);
 
     const imported = [];
-    for await (const c of funil.list("getContacts", { params: { query: { tag } }, pageSize: 5 }))
+    for await (const c of funil.list("listContacts", { params: { query: { tag } }, pageSize: 5 }))
       imported.push(c);
     expect(imported).toHaveLength(ROWS);
     expect(new Set(imported.map((c) => c.email)).size).toBe(ROWS);

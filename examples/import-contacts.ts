@@ -81,7 +81,7 @@ export async function importContacts(opts: ImportOptions): Promise<ImportProgres
       .map((t) => t.trim())
       .filter(Boolean);
     let status = 0;
-    await opts.funil.postContacts({
+    await opts.funil.upsertContact({
       body: { name: value(at.name), email: value(at.email), phone: value(at.phone), tags },
       idempotencyKey: `import-${source}-${i}`,
       onResponse: (response) => {

@@ -18,7 +18,7 @@ describe("examples/speed-to-lead", () => {
     const funil = createFunil({ apiKey: ws.key, baseUrl: gatewayUrl() });
     const since = new Date(Date.now() - 1000);
     const lead = (name: string) =>
-      funil.postContacts({ body: { name, email: `${name}.${ws.id}@example.com` } });
+      funil.upsertContact({ body: { name, email: `${name}.${ws.id}@example.com` } });
     const [fast, slow, botOnly] = [await lead("fast"), await lead("slow"), await lead("bot")];
     const at = (c: { createdAt: string }, s: number) =>
       new Date(Date.parse(c.createdAt) + s * 1000).toISOString();
@@ -43,7 +43,7 @@ describe("examples/speed-to-lead", () => {
     await message(slow, at(slow, 600), { senderUserId: "u1" });
     await message(botOnly, at(botOnly, 1), { senderKind: "ia" });
     await waitFor(async () => {
-      const res = await funil.getInteractions({
+      const res = await funil.listInteractions({
         params: { query: { createdAfter: since.toISOString(), limit: 500 } },
       });
       return res.data.length === 6 || undefined;

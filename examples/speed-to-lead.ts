@@ -27,14 +27,14 @@ export async function speedToLead(opts: {
 }): Promise<SpeedToLead> {
   const since = opts.since.toISOString();
   const firstTouch = new Map<string, string>();
-  const touches = opts.funil.list("getInteractions", {
+  const touches = opts.funil.list("listInteractions", {
     params: { query: { direction: "outbound", actor: "user", createdAfter: since } },
     pageSize: opts.pageSize ?? 500,
   });
   // Newest first: the last one seen for a contact is its earliest.
   for await (const i of touches) firstTouch.set(i.contactId, i.createdAt);
   const rows: LeadRow[] = [];
-  const contacts = opts.funil.list("getContacts", {
+  const contacts = opts.funil.list("listContacts", {
     params: { query: { createdAfter: since } },
     pageSize: opts.pageSize ?? 500,
   });

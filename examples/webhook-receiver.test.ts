@@ -40,9 +40,9 @@ afterAll(async () => {
 describe("examples/webhook-receiver", () => {
   it("takes Funil's signed deliveries; refuses replays, tampering and stale signatures", async () => {
     const funil = createFunil({ apiKey: ws.key, baseUrl: gatewayUrl() });
-    const sub = await funil.postWebhooks({ body: { url, events: ["contact.created"] } });
+    const sub = await funil.createWebhook({ body: { url, events: ["contact.created"] } });
     secret = sub.secret;
-    const contact = await funil.postContacts({ body: { name: "Hook", email: `hook.${ws.id}@example.com` } });
+    const contact = await funil.upsertContact({ body: { name: "Hook", email: `hook.${ws.id}@example.com` } });
     const got = await waitFor(async () => events.find((e) => e.event.data.id === contact.id));
     expect(got.event.type).toBe("contact.created");
     await waitFor(async () => captured);

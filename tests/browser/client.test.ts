@@ -34,18 +34,18 @@ window.outcome = (async () => {
   const out = { secureContext: window.isSecureContext, statuses: [] };
   const body = { name: "Ana Browser", email: tag + "@example.com", tags: [tag] };
   const seen = (res) => out.statuses.push([res.status, res.headers.get("idempotent-replayed")]);
-  const first = await funil.postContacts({ body, idempotencyKey: "browser-" + tag, onResponse: seen });
-  const again = await funil.postContacts({ body, idempotencyKey: "browser-" + tag, onResponse: seen });
+  const first = await funil.upsertContact({ body, idempotencyKey: "browser-" + tag, onResponse: seen });
+  const again = await funil.upsertContact({ body, idempotencyKey: "browser-" + tag, onResponse: seen });
   out.sameContact = first.id === again.id;
   // Keys the client makes itself (crypto.randomUUID is not there outside secure contexts).
   for (let i = 1; i <= 4; i++)
-    await funil.postContacts({ body: { name: "Lead " + i, email: tag + i + "@example.com", tags: [tag] } });
+    await funil.upsertContact({ body: { name: "Lead " + i, email: tag + i + "@example.com", tags: [tag] } });
   out.listed = [];
-  for await (const contact of funil.list("getContacts", { params: { query: { tag } }, pageSize: 2 }))
+  for await (const contact of funil.list("listContacts", { params: { query: { tag } }, pageSize: 2 }))
     out.listed.push(contact.name);
-  out.notFound = await funil.getContactsById({ params: { path: { id: "ct_nope" } } }).then(() => null, failure);
+  out.notFound = await funil.getContact({ params: { path: { id: "ct_nope" } } }).then(() => null, failure);
   const refused = createFunil({ apiKey: given.get("key"), baseUrl: given.get("closed"), retry: { maxRetries: 0 } });
-  out.noCors = await refused.getContacts().then(() => null, failure);
+  out.noCors = await refused.listContacts().then(() => null, failure);
   return out;
 })();
 </script></body></html>`;

@@ -57,12 +57,12 @@ describe("/docs", () => {
   });
 
   it("a POST that takes an Idempotency-Key shows it in its curl sample; a list shows for await", () => {
-    expect(document.querySelector('[data-operation="postTasks"] pre.sample-curl')?.textContent).toContain(
+    expect(document.querySelector('[data-operation="createTask"] pre.sample-curl')?.textContent).toContain(
       "Idempotency-Key",
     );
     expect(
-      document.querySelector('[data-operation="getContacts"] pre.sample-typescript')?.textContent,
-    ).toContain('for await (const item of funil.list("getContacts"');
+      document.querySelector('[data-operation="listContacts"] pre.sample-typescript')?.textContent,
+    ).toContain('for await (const item of funil.list("listContacts"');
   });
 
   it("works offline: no script, stylesheet, image or font from anywhere, and a CSP that forbids them", () => {

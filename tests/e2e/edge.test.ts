@@ -277,6 +277,20 @@ describe("docs/api/conventions.md §Base URL and versioning: the OpenAPI documen
     expect(doc.paths["/api/v1/contacts"].get.responses["200"].headers["x-ratelimit-remaining"]).toBeDefined();
   });
 
+  it("docs/api/conventions.md §Base URL and versioning: a public operationId is a verb then its resource, list… for a list, get… for one", () => {
+    for (const [method, path, op] of operations()) {
+      if (!path.startsWith("/api/v1/")) continue;
+      const id: string = op.operationId;
+      expect(id, `${method} ${path}`).toMatch(/^[a-z]+[A-Z][A-Za-z]*$/);
+      expect(id, `${method} ${path}`).not.toMatch(/By[A-Z]/);
+      const paged = op.responses["200"]?.content?.["application/json"]?.schema?.properties?.nextCursor;
+      if (method === "get") expect(id, `${method} ${path}`).toMatch(paged ? /^list[A-Z]/ : /^get[A-Z]/);
+      if (method === "patch") expect(id, `${method} ${path}`).toMatch(/^update[A-Z]/);
+      if (method === "delete") expect(id, `${method} ${path}`).toMatch(/^delete[A-Z]/);
+    }
+    expect(doc.paths["/api/v1/contacts/{id}/archive"].post.operationId).toBe("archiveContact");
+  });
+
   it("docs/api/admin.md §Routes: DELETE /admin/v1/keys/{id} documents its 204; single-page lists type nextCursor as string or null", () => {
     const revoke = doc.paths["/admin/v1/keys/{id}"].delete.responses;
     expect(revoke["204"]).toBeDefined();

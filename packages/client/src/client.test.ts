@@ -43,23 +43,23 @@ describe("@funil/client: one typed method per operation", () => {
   it("creates and reads through the operations of the OpenAPI document", async () => {
     const funil = client();
     const email = `c${unique()}@example.com`;
-    const created = await funil.postContacts({ body: { name: "Ana", email } });
+    const created = await funil.upsertContact({ body: { name: "Ana", email } });
     expect(created.email).toBe(email);
-    const read = await funil.getContactsById({ params: { path: { id: created.id } } });
+    const read = await funil.getContact({ params: { path: { id: created.id } } });
     expect(read.id).toBe(created.id);
   });
 
   it("every failure is a FunilError with code, status, details and the request id", async () => {
     const funil = client();
-    const missing = await funil.getContactsById({ params: { path: { id: "ct_nope" } } }).catch((e) => e);
+    const missing = await funil.getContact({ params: { path: { id: "ct_nope" } } }).catch((e) => e);
     expect(missing).toBeInstanceOf(FunilError);
     expect(missing).toMatchObject({ code: "not_found", status: 404 });
     expect(missing.requestId).toMatch(/.+/);
-    const bad = await funil.postTasks({ body: { title: "" } }).catch((e) => e);
+    const bad = await funil.createTask({ body: { title: "" } }).catch((e) => e);
     expect(bad).toMatchObject({ code: "validation_failed", status: 400 });
     expect(bad.details[0].path).toBe("body.title");
     const unreachable = await client({ retry: { maxRetries: 0 } }, "http://127.0.0.1:9")
-      .getContacts()
+      .listContacts()
       .catch((e) => e);
     expect(unreachable).toMatchObject({ name: "FunilError", code: "network_error", status: 0 });
   });
@@ -70,10 +70,10 @@ describe("@funil/client: lists", () => {
     const tag = `t${unique()}`;
     const funil = client();
     for (let i = 0; i < 5; i++)
-      await funil.postContacts({ body: { name: `L${i}`, email: `${tag}${i}@example.com`, tags: [tag] } });
+      await funil.upsertContact({ body: { name: `L${i}`, email: `${tag}${i}@example.com`, tags: [tag] } });
     const w = watched();
     const seen: string[] = [];
-    for await (const c of client({ fetch: w.fetch }).list("getContacts", {
+    for await (const c of client({ fetch: w.fetch }).list("listContacts", {
       params: { query: { tag } },
       pageSize: 2,
     }))
@@ -88,20 +88,20 @@ describe("@funil/client: retries and Idempotency-Key", () => {
     const w = watched((request, n) => (request.method === "POST" && n === 1 ? "drop-answer" : undefined));
     const funil = client({ fetch: w.fetch });
     const title = `Call ${unique()}`;
-    const task = await funil.postTasks({ body: { title } });
+    const task = await funil.createTask({ body: { title } });
     expect(task.title).toBe(title);
     expect(w.tries).toHaveLength(2);
     expect(w.tries[0]!.key).toMatch(/^[0-9a-f-]{36}$/);
     expect(w.tries[1]!.key).toBe(w.tries[0]!.key);
     const all = [];
-    for await (const t of client().list("getTasks", { pageSize: 500 })) if (t.title === title) all.push(t);
+    for await (const t of client().list("listTasks", { pageSize: 500 })) if (t.title === title) all.push(t);
     expect(all).toHaveLength(1);
   });
 
   it("a POST that takes no Idempotency-Key is not sent again once it may have reached the API", async () => {
     const w = watched((request) => (request.method === "POST" ? "drop-answer" : undefined));
     const err = await client({ fetch: w.fetch })
-      .postOpportunitiesByIdRestore({ params: { path: { id: "opp_nope" } } })
+      .restoreOpportunity({ params: { path: { id: "opp_nope" } } })
       .catch((e) => e);
     expect(err).toMatchObject({ name: "FunilError", code: "network_error" });
     expect(w.tries).toEqual([{ method: "POST", path: "/api/v1/opportunities/opp_nope/restore", key: null }]);
@@ -111,10 +111,10 @@ describe("@funil/client: retries and Idempotency-Key", () => {
     const w = watched();
     const funil = client({ fetch: w.fetch });
     const key = `mine-${unique()}`;
-    const a = await funil.postTasks({ body: { title: "once" }, idempotencyKey: key });
-    const b = await funil.postTasks({ body: { title: "once" }, idempotencyKey: key });
+    const a = await funil.createTask({ body: { title: "once" }, idempotencyKey: key });
+    const b = await funil.createTask({ body: { title: "once" }, idempotencyKey: key });
     expect(b.id).toBe(a.id);
-    await funil.getTasks();
+    await funil.listTasks();
     expect(w.tries.map((t) => t.key)).toEqual([key, key, null]);
   });
 
@@ -138,7 +138,7 @@ describe("@funil/client: retries and Idempotency-Key", () => {
       const retries: Array<{ delayMs: number; reason: string }> = [];
       const funil = client({ onRetry: (r) => retries.push(r) }, limited.url, mine.key);
       const started = Date.now();
-      const results = await Promise.all(Array.from({ length: 4 }, () => funil.getTasks()));
+      const results = await Promise.all(Array.from({ length: 4 }, () => funil.listTasks()));
       expect(results).toHaveLength(4);
       expect(retries.some((r) => r.reason === "status 429")).toBe(true);
       const waited = retries.find((r) => r.reason === "status 429")!.delayMs;
@@ -152,7 +152,7 @@ describe("@funil/client: retries and Idempotency-Key", () => {
         { retry: { maxRetries: 2, maxDelayMs: 50 }, onRetry: (r) => retries.push(r.reason) },
         orphan.url,
       );
-      const err = await funil.getTasks().catch((e) => e);
+      const err = await funil.listTasks().catch((e) => e);
       expect(err).toMatchObject({ name: "FunilError", code: "unavailable", status: 503 });
       expect(err.retryAfter).toBeGreaterThan(0);
       expect(retries).toEqual(["status 503", "status 503"]);
@@ -167,7 +167,7 @@ describe("@funil/client: retries and Idempotency-Key", () => {
         },
         orphan.url,
       );
-      for (let i = 0; i < 4; i++) await funil.getTasks().catch(() => {});
+      for (let i = 0; i < 4; i++) await funil.listTasks().catch(() => {});
       // The bucket starts with 10 tokens and nothing refills it: 10 retries in all, not 4 × 5.
       expect(retries).toHaveLength(10);
     });
@@ -175,11 +175,11 @@ describe("@funil/client: retries and Idempotency-Key", () => {
 
   it("a timeout per call and an AbortSignal per call, both FunilErrors", async () => {
     const funil = client({ retry: { maxRetries: 0 } });
-    const slow = await funil.getTasks({ timeoutMs: 1 }).catch((e) => e);
+    const slow = await funil.listTasks({ timeoutMs: 1 }).catch((e) => e);
     expect(slow).toMatchObject({ name: "FunilError", code: "timeout", status: 0 });
     const controller = new AbortController();
     controller.abort();
-    const aborted = await funil.getTasks({ signal: controller.signal }).catch((e) => e);
+    const aborted = await funil.listTasks({ signal: controller.signal }).catch((e) => e);
     expect(aborted).toMatchObject({ name: "FunilError", code: "aborted" });
   });
 

@@ -31,7 +31,7 @@ export interface CallOptions {
 }
 
 type Routes = typeof OPERATION_ROUTES;
-/** Every operation of the API, by its operationId: `postContacts`, `getOpportunitiesById`, … */
+/** Every operation of the API, by its operationId: `upsertContact`, `getOpportunity`, … */
 export type OperationName = keyof Routes;
 type Path<K extends OperationName> = Routes[K][1];
 type Method<K extends OperationName> = Routes[K][0];

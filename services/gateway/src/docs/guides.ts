@@ -26,7 +26,7 @@ curl -s "$FUNIL_URL/api/v1/contacts" \\
 ${code(`import { createFunil } from "@funil/client";
 
 const funil = createFunil({ apiKey: process.env.FUNIL_KEY!, baseUrl: process.env.FUNIL_URL! });
-const contact = await funil.postContacts({ body: { name: "Ana", phone: "+55 11 91234-5678" } });`)}
+const contact = await funil.upsertContact({ body: { name: "Ana", phone: "+55 11 91234-5678" } });`)}
 <p>Each operation below is a method of the client named by its operation id.</p>`,
 };
 
@@ -64,7 +64,7 @@ const pagination: Guide = {
 back as <code>cursor</code>, with the same filters, until it is <code>null</code>. <code>limit</code> is 1
 to 500. Cursors are opaque and bound to the list, its filters and your workspace
 (<code>400 invalid_cursor</code> otherwise). The client walks every page for you:</p>
-${code(`for await (const deal of funil.list("getOpportunities", { params: { query: { status: "open" } }, pageSize: 200 }))
+${code(`for await (const deal of funil.list("listOpportunities", { params: { query: { status: "open" } }, pageSize: 200 }))
   console.log(deal.title);`)}`,
 };
 

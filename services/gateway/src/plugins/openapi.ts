@@ -71,7 +71,10 @@ const COMMON: Array<{
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
-/** `get /api/v1/contacts/{id}/archive` → `getContactsByIdArchive`, `post /admin/v1/workspaces` → `postAdminWorkspaces`. */
+/**
+ * The admin API's operationIds, from method and path: `post /admin/v1/workspaces` → `postAdminWorkspaces`.
+ * The public API's are named by each route (see publicOperationId).
+ */
 export function operationId(method: string, path: string): string {
   const words = path
     .replace(/^\/api\/v1/, "")
@@ -103,8 +106,17 @@ function pruneSchemas(doc: Json) {
 }
 
 /**
- * Completes the generated document in one place, so no route has to repeat it: every operation gets an
- * operationId, the error answers every route can give (413, 415, 429, 500, 503…), and the headers every
+ * A public operation's id is the method of @funil/client that calls it, so each route names its own
+ * (`listContacts`, `getContact`, `archiveContact`: packages/client/README.md §Method names); one made
+ * from the path would read `postContactsByIdArchive`. A route without one stops the document.
+ */
+function publicOperationId(method: string, path: string): never {
+  throw new Error(`${method.toUpperCase()} ${path} has no operationId: name it in the route's schema`);
+}
+
+/**
+ * Completes the generated document in one place, so no route has to repeat it: every admin operation gets
+ * an operationId, the error answers every route can give (413, 415, 429, 500, 503…), and the headers every
  * answer carries (x-request-id; x-ratelimit-* under /api/v1; retry-after on 429 and 503).
  */
 export function completeDocument(doc: Json): Json {
@@ -113,7 +125,9 @@ export function completeDocument(doc: Json): Json {
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
     for (const [method, op] of Object.entries<Json>(item)) {
       if (!op || typeof op !== "object" || !("responses" in op)) continue;
-      op.operationId ??= operationId(method, path);
+      op.operationId ??= path.startsWith("/api/")
+        ? publicOperationId(method, path)
+        : operationId(method, path);
       for (const common of COMMON)
         if (common.when(path, method) && !op.responses[common.status])
           op.responses[common.status] = {

@@ -30,6 +30,7 @@ export const appointmentRoutes =
       {
         config: read,
         schema: {
+          operationId: "listAppointments",
           tags: ["meetings"],
           summary: "List meetings (keyset: startAt, id)",
           description:
@@ -56,6 +57,7 @@ export const appointmentRoutes =
       {
         config: read,
         schema: {
+          operationId: "getAppointment",
           tags: ["meetings"],
           summary: "Read one meeting",
           params: idParam,
@@ -76,6 +78,7 @@ export const appointmentRoutes =
       {
         config: write,
         schema: {
+          operationId: "createAppointment",
           tags: ["meetings"],
           summary: "Book a meeting on a free slot (Idempotency-Key accepted)",
           description:
@@ -109,6 +112,7 @@ export const appointmentRoutes =
       {
         config: write,
         schema: {
+          operationId: "cancelAppointment",
           tags: ["meetings"],
           summary: "Cancel a meeting: frees its time and its day's place at once",
           description: IDEMPOTENCY_NOTE,
@@ -139,6 +143,7 @@ export const appointmentRoutes =
       {
         config: write,
         schema: {
+          operationId: "rescheduleAppointment",
           tags: ["meetings"],
           summary: "Move a meeting to another slot (same checks as a booking); 409 on a canceled meeting",
           description: IDEMPOTENCY_NOTE,
@@ -171,6 +176,7 @@ export const appointmentRoutes =
       {
         config: write,
         schema: {
+          operationId: "recordAppointmentOutcome",
           tags: ["meetings"],
           summary: "Record a meeting's outcome (realizada, noshow, reagendada); 409 on a canceled meeting",
           description: IDEMPOTENCY_NOTE,

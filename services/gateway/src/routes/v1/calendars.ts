@@ -17,6 +17,7 @@ export const calendarRoutes =
       {
         config: read,
         schema: {
+          operationId: "listCalendars",
           tags: ["meetings"],
           summary: "List calendars (created through the admin API); appointments filter on their key",
           querystring: z.strictObject(wholeListQuery),
@@ -38,6 +39,7 @@ export const calendarRoutes =
       {
         config: read,
         schema: {
+          operationId: "listCalendarSlots",
           tags: ["meetings"],
           summary: "Free slots of a calendar, each with the assignee round-robin picks",
           description:

@@ -29,6 +29,7 @@ export const contactRoutes =
       {
         config: read,
         schema: {
+          operationId: "listContacts",
           tags: ["contacts"],
           summary: "List contacts",
           querystring: listContactsQuery,
@@ -49,6 +50,7 @@ export const contactRoutes =
       {
         config: read,
         schema: {
+          operationId: "getContact",
           tags: ["contacts"],
           summary: "Read one contact, with its first and last human touch",
           params: idParam,
@@ -72,6 +74,7 @@ export const contactRoutes =
       {
         config: write,
         schema: {
+          operationId: "upsertContact",
           tags: ["contacts"],
           summary: "Create or update a contact (upsert by phone, then e-mail)",
           description: IDEMPOTENCY_NOTE,
@@ -100,6 +103,7 @@ export const contactRoutes =
       {
         config: write,
         schema: {
+          operationId: "updateContact",
           tags: ["contacts"],
           summary: "Partial update: absent = untouched, null = cleared",
           params: idParam,
@@ -123,6 +127,7 @@ export const contactRoutes =
         {
           config: write,
           schema: {
+            operationId: `${action}Contact`,
             tags: ["contacts"],
             summary:
               action === "archive"

@@ -17,6 +17,7 @@ export const customFieldRoutes =
       {
         config: { scopes: ["contacts.read", "opportunities.read"] },
         schema: {
+          operationId: "listCustomFields",
           tags: ["custom fields"],
           summary: "List the custom-field definitions (the fieldKeys accepted in customFields)",
           querystring: listCustomFieldsQuery.extend(wholeListQuery),

@@ -16,6 +16,7 @@ export const funnelRoutes =
       {
         config: { scopes: ["opportunities.read"] },
         schema: {
+          operationId: "getFunnel",
           tags: ["opportunities"],
           summary: "Funnel summary: count and valueCents per stage and per status",
           description:

@@ -16,6 +16,7 @@ export const interactionRoutes =
       {
         config: { scopes: ["interactions.read"] },
         schema: {
+          operationId: "listInteractions",
           tags: ["interactions"],
           summary: "The timeline: messages, calls, e-mails and notes (keyset: createdAt desc, id desc)",
           description:

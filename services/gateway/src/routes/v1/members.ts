@@ -17,6 +17,7 @@ export const memberRoutes =
       {
         config: { scopes: ["members.read"] },
         schema: {
+          operationId: "listMembers",
           tags: ["members"],
           summary: "List workspace members, deactivated ones included",
           querystring: z.strictObject(wholeListQuery),

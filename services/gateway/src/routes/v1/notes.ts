@@ -22,6 +22,7 @@ export const noteRoutes =
       {
         config: { scopes: ["contacts.write", "opportunities.write"] },
         schema: {
+          operationId: "createNote",
           tags: ["notes"],
           summary: "Add a note by a member on a contact (and optionally one of its deals)",
           description: IDEMPOTENCY_NOTE,

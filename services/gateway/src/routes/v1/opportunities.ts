@@ -27,6 +27,7 @@ export const opportunityRoutes =
       {
         config: read,
         schema: {
+          operationId: "listOpportunities",
           tags: ["opportunities"],
           summary: "List deals (keyset: createdAt, id; updatedAt, id when updatedAfter is given)",
           description:
@@ -54,6 +55,7 @@ export const opportunityRoutes =
       {
         config: read,
         schema: {
+          operationId: "getOpportunity",
           tags: ["opportunities"],
           summary: "Read one deal, with its first and last human touch and last activity",
           params: idParam,
@@ -89,6 +91,7 @@ export const opportunityRoutes =
       {
         config: write,
         schema: {
+          operationId: "createOpportunity",
           tags: ["opportunities"],
           summary:
             "Create a deal; without stageId it lands in the pipeline's first stage (every stage is open: " +
@@ -119,6 +122,7 @@ export const opportunityRoutes =
       {
         config: write,
         schema: {
+          operationId: "updateOpportunity",
           tags: ["opportunities"],
           summary: "Update a deal: absent = untouched, null = cleared",
           description:
@@ -144,6 +148,7 @@ export const opportunityRoutes =
       {
         config: write,
         schema: {
+          operationId: "deleteOpportunity",
           tags: ["opportunities"],
           summary: "Move a deal to the trash (restorable)",
           params: idParam,
@@ -164,6 +169,7 @@ export const opportunityRoutes =
       {
         config: write,
         schema: {
+          operationId: "restoreOpportunity",
           tags: ["opportunities"],
           summary: "Bring a trashed deal back",
           params: idParam,

@@ -17,6 +17,7 @@ export const pipelineRoutes =
       {
         config: { scopes: ["opportunities.read"] },
         schema: {
+          operationId: "listPipelines",
           tags: ["opportunities"],
           summary: "List pipelines with their stages in order (every stage is an open stage)",
           querystring: z.strictObject(wholeListQuery),

@@ -19,6 +19,7 @@ export const platformUserRoutes =
       {
         config: platform,
         schema: {
+          operationId: "listPlatformUsers",
           tags: ["learners"],
           summary: "List learners (users with at least one enrollment)",
           description:
@@ -41,6 +42,7 @@ export const platformUserRoutes =
       {
         config: platform,
         schema: {
+          operationId: "getPlatformUser",
           tags: ["learners"],
           summary: "One learner's usage",
           description:

@@ -24,6 +24,7 @@ export const taskRoutes =
       {
         config: { scopes: ["tasks.read"] },
         schema: {
+          operationId: "listTasks",
           tags: ["tasks"],
           summary: "List tasks (keyset: createdAt, id); open=true: not completed, open=false: completed",
           querystring: listTasksQuery,
@@ -46,6 +47,7 @@ export const taskRoutes =
       {
         config: { scopes: ["tasks.write"] },
         schema: {
+          operationId: "createTask",
           tags: ["tasks"],
           summary: "Create a task (a task about a deal defaults to the deal's contact)",
           description: IDEMPOTENCY_NOTE,
@@ -74,6 +76,7 @@ export const taskRoutes =
       {
         config: { scopes: ["tasks.write"] },
         schema: {
+          operationId: "updateTask",
           tags: ["tasks"],
           summary: "Update a task: completed true sets completedAt, false clears it; null clears a field",
           params: idParam,

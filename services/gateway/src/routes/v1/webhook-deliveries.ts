@@ -29,6 +29,7 @@ export const webhookDeliveryRoutes =
       {
         config,
         schema: {
+          operationId: "listWebhookEventTypes",
           tags,
           summary:
             "The event catalog: every subscribable event, when it is emitted, the read scope it needs and the JSON Schema of a delivery's body",
@@ -51,6 +52,7 @@ export const webhookDeliveryRoutes =
       {
         config,
         schema: {
+          operationId: "resendWebhookDelivery",
           tags,
           summary:
             "Send a delivery that is not pending again: a new series of attempts of the same event id and body, signed afresh (409 while it is pending or the subscription is not active)",
@@ -73,6 +75,7 @@ export const webhookDeliveryRoutes =
       {
         config,
         schema: {
+          operationId: "recoverWebhook",
           tags,
           summary:
             "Send again every dead delivery created within [since, until) (until: now), oldest first, 10 000 per call; pending ones are left as they are (409 when the subscription is not active)",
@@ -99,6 +102,7 @@ export const webhookDeliveryRoutes =
       {
         config,
         schema: {
+          operationId: "listWebhookAttempts",
           tags,
           summary: "The attempt log of a subscription (keyset: at desc, id desc)",
           description:

@@ -32,6 +32,7 @@ export const webhookRoutes =
       {
         config,
         schema: {
+          operationId: "listWebhooks",
           tags,
           summary: "List webhook subscriptions",
           querystring: z.strictObject(wholeListQuery),
@@ -53,6 +54,7 @@ export const webhookRoutes =
       {
         config,
         schema: {
+          operationId: "createWebhook",
           tags,
           summary:
             "Subscribe a URL to events (needs the read scope of every event); the secret is shown once",
@@ -83,6 +85,7 @@ export const webhookRoutes =
       {
         config,
         schema: {
+          operationId: "getWebhook",
           tags,
           summary: "Read a webhook subscription",
           params: idParam,
@@ -100,6 +103,7 @@ export const webhookRoutes =
       {
         config,
         schema: {
+          operationId: "updateWebhook",
           tags,
           summary:
             "Change url, events, description; active: true reactivates (clears disabledReason, failingSince)",
@@ -126,6 +130,7 @@ export const webhookRoutes =
       {
         config,
         schema: {
+          operationId: "deleteWebhook",
           tags,
           summary: "Delete a webhook subscription and its deliveries",
           params: idParam,
@@ -143,6 +148,7 @@ export const webhookRoutes =
       {
         config,
         schema: {
+          operationId: "rotateWebhookSecret",
           tags,
           summary: "A new signing secret; the old one keeps signing, as a second v1, for 24 h",
           params: idParam,
@@ -160,6 +166,7 @@ export const webhookRoutes =
       {
         config,
         schema: {
+          operationId: "listWebhookDeliveries",
           tags,
           summary:
             "The 50 most recent deliveries of a subscription, newest first, `limit` of them at most (no cursor: nextCursor is always null)",
