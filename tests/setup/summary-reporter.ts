@@ -10,8 +10,11 @@ export default class SummaryReporter implements Reporter {
     for (const mod of modules) {
       for (const test of mod.children.allTests()) {
         const state = test.result().state;
+        // A test its file's setup (beforeAll) kept from running failed with it: it was not skipped.
+        const keptFromRunning =
+          state === "skipped" && mod.state() === "failed" && test.options.mode === "run";
         if (state === "passed") count.passed++;
-        else if (state === "failed") count.failed++;
+        else if (state === "failed" || keptFromRunning) count.failed++;
         else count.skipped++;
       }
       if (mod.state() === "failed" && [...mod.children.allTests()].length === 0) count.failed++;
