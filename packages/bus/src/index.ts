@@ -42,23 +42,51 @@ export const CONSUMER_DEFAULTS = { ackWaitMs: 30_000, maxDeliver: -1 } as const;
  * WEBHOOK_TIMEOUT_MS: tests/e2e/asyncapi.test.ts holds them to the consumers NATS has.
  */
 export const CONSUMERS = {
-  "timeline-inbox": { service: "timeline", stream: "INGEST", filterSubject: "ingest.inbox.>" },
-  "timeline-calls": { service: "timeline", stream: "INGEST", filterSubject: "ingest.call" },
-  "timeline-emails": { service: "timeline", stream: "INGEST", filterSubject: "ingest.email" },
-  "timeline-events": { service: "timeline", stream: "EVENTS", filterSubject: "events.>" },
-  // A message takes milliseconds to apply: the ones a killed copy had taken come back after 5 s, not 30.
+  "timeline-inbox": {
+    service: "timeline",
+    description: "inbox messages and conversation reassignments, stored on the timeline",
+    stream: "INGEST",
+    filterSubject: "ingest.inbox.>",
+  },
+  "timeline-calls": {
+    service: "timeline",
+    description: "calls, stored on the timeline",
+    stream: "INGEST",
+    filterSubject: "ingest.call",
+  },
+  "timeline-emails": {
+    service: "timeline",
+    description: "e-mails, stored on the timeline",
+    stream: "INGEST",
+    filterSubject: "ingest.email",
+  },
+  "timeline-events": {
+    service: "timeline",
+    description: "every domain event: the activity ledger, and notes on the timeline",
+    stream: "EVENTS",
+    filterSubject: "events.>",
+  },
   "learning-platform": {
     service: "learning",
+    description: "the e-learning platform's data (its own dead letters are acknowledged unread)",
     stream: "PLATFORM",
     filterSubject: "platform.>",
+    // A message takes milliseconds to apply: the ones a killed copy had taken come back after 5 s, not 30.
     ackWaitMs: 5000,
   },
-  "webhooks-fanout": { service: "webhooks", stream: "EVENTS", filterSubject: "events.>" },
+  "webhooks-fanout": {
+    service: "webhooks",
+    description:
+      "every domain event: one delivery per matching subscription of a subscribable type, the rest acknowledged",
+    stream: "EVENTS",
+    filterSubject: "events.>",
+  },
   "webhooks-sender": {
     service: "webhooks",
+    description:
+      "the delivery jobs: signed POSTs to receivers. Ack wait WEBHOOK_TIMEOUT_MS + 10 s (20 s by default), so that a job outlives its lease",
     stream: "WEBHOOK_DELIVERIES",
     filterSubject: "webhook.deliveries.>",
-    /** WEBHOOK_TIMEOUT_MS (10 s by default) + 10 s: a job's ack wait outlives its lease. */
     ackWaitMs: 20_000,
     // Every job waiting for a retry is unacknowledged (nak with a delay).
     maxAckPending: 1_000_000,
@@ -67,10 +95,10 @@ export const CONSUMERS = {
   string,
   {
     service: string;
+    description: string;
     stream: StreamName;
     filterSubject: string;
     ackWaitMs?: number;
-    maxDeliver?: number;
     maxAckPending?: number;
   }
 >;
