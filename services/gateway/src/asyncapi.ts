@@ -115,7 +115,9 @@ function eventSubjects(shared: Record<string, Json>): Subject[] {
       id: z.string().describe("the event's id (evt_…), also the message's Nats-Msg-Id"),
       type: z.literal(type),
       workspaceId: z.string(),
-      occurredAt: z.string().describe("the time of the change (the resource's updatedAt, or createdAt)"),
+      occurredAt: z.iso
+        .datetime()
+        .describe("the time of the change (the resource's updatedAt, or createdAt)"),
       data,
     });
     return {
@@ -308,7 +310,7 @@ function channelsAndOperations(subjects: Subject[]) {
     operations[`send.${id}`] = {
       action: "send",
       channel: { $ref: `#/channels/${id}` },
-      summary: `${s.publisher} publishes ${s.title}`,
+      summary: `${s.title}, published by ${s.publisher}`,
       messages: message,
     };
     for (const [durable, c] of Object.entries(CONSUMERS) as Array<
