@@ -31,6 +31,97 @@ export const STREAMS = {
 } as const;
 export type StreamName = keyof typeof STREAMS;
 
+/** What a durable consumer gets when its spec leaves it unset: JetStream's own defaults are not relied on. */
+export const CONSUMER_DEFAULTS = { ackWaitMs: 30_000, maxDeliver: -1 } as const;
+
+/**
+ * Every durable consumer of the system, by durable name: the stream it reads and its filter subject
+ * (both without the FUNIL_ENV naming), and the settings it sets beyond CONSUMER_DEFAULTS. The timeline
+ * and learning services start theirs from here (consumerSpec), the AsyncAPI document describes them
+ * from here. The webhooks service writes its two specs itself, the sender's ack wait from
+ * WEBHOOK_TIMEOUT_MS: tests/e2e/asyncapi.test.ts holds them to the consumers NATS has.
+ */
+export const CONSUMERS = {
+  "timeline-inbox": {
+    service: "timeline",
+    description: "inbox messages and conversation reassignments, stored on the timeline",
+    stream: "INGEST",
+    filterSubject: "ingest.inbox.>",
+  },
+  "timeline-calls": {
+    service: "timeline",
+    description: "calls, stored on the timeline",
+    stream: "INGEST",
+    filterSubject: "ingest.call",
+  },
+  "timeline-emails": {
+    service: "timeline",
+    description: "e-mails, stored on the timeline",
+    stream: "INGEST",
+    filterSubject: "ingest.email",
+  },
+  "timeline-events": {
+    service: "timeline",
+    description: "every domain event: the activity ledger, and notes on the timeline",
+    stream: "EVENTS",
+    filterSubject: "events.>",
+  },
+  "learning-platform": {
+    service: "learning",
+    description: "the e-learning platform's data (its own dead letters are acknowledged unread)",
+    stream: "PLATFORM",
+    filterSubject: "platform.>",
+    // A message takes milliseconds to apply: the ones a killed copy had taken come back after 5 s, not 30.
+    ackWaitMs: 5000,
+  },
+  "webhooks-fanout": {
+    service: "webhooks",
+    description:
+      "every domain event: one delivery per matching subscription of a subscribable type, the rest acknowledged",
+    stream: "EVENTS",
+    filterSubject: "events.>",
+  },
+  "webhooks-sender": {
+    service: "webhooks",
+    description:
+      "the delivery jobs: signed POSTs to receivers. Ack wait WEBHOOK_TIMEOUT_MS + 10 s (20 s by default), so that a job outlives its lease",
+    stream: "WEBHOOK_DELIVERIES",
+    filterSubject: "webhook.deliveries.>",
+    ackWaitMs: 20_000,
+    // Every job waiting for a retry is unacknowledged (nak with a delay).
+    maxAckPending: 1_000_000,
+  },
+} as const satisfies Record<
+  string,
+  {
+    service: string;
+    description: string;
+    stream: StreamName;
+    filterSubject: string;
+    ackWaitMs?: number;
+    maxAckPending?: number;
+  }
+>;
+export type ConsumerName = keyof typeof CONSUMERS;
+
+/** The ConsumerSpec of a consumer of CONSUMERS under the FUNIL_ENV naming, with the process's own options. */
+export function consumerSpec(
+  naming: Naming,
+  durable: ConsumerName,
+  options: Pick<ConsumerSpec, "concurrency"> = {},
+): ConsumerSpec {
+  const c: { stream: StreamName; filterSubject: string; ackWaitMs?: number; maxAckPending?: number } =
+    CONSUMERS[durable];
+  return {
+    stream: naming.stream(c.stream),
+    durable,
+    filterSubject: naming.subject(c.filterSubject),
+    ...(c.ackWaitMs === undefined ? {} : { ackWaitMs: c.ackWaitMs }),
+    ...(c.maxAckPending === undefined ? {} : { maxAckPending: c.maxAckPending }),
+    ...options,
+  };
+}
+
 /**
  * Sized for recovery rather than the client's defaults: a restarted server is
  * found again within a quarter of a second of answering, and a publish that
@@ -101,7 +192,7 @@ export interface StreamOptions {
 }
 
 /** The duplicate window drops an outbox row the relay publishes again; JetStream wants it within max_age. */
-const DUPLICATE_WINDOW_MS = 2 * 60_000;
+export const DUPLICATE_WINDOW_MS = 2 * 60_000;
 
 /**
  * Creates the streams with the FUNIL_ENV naming, or updates them to the current definition: a stream
@@ -221,8 +312,8 @@ async function ensureConsumer(nc: NatsConnection, spec: ConsumerSpec) {
     durable_name: spec.durable,
     ack_policy: AckPolicy.Explicit,
     filter_subject: spec.filterSubject,
-    max_deliver: spec.maxDeliver ?? -1,
-    ack_wait: nanos(spec.ackWaitMs ?? 30_000),
+    max_deliver: spec.maxDeliver ?? CONSUMER_DEFAULTS.maxDeliver,
+    ack_wait: nanos(spec.ackWaitMs ?? CONSUMER_DEFAULTS.ackWaitMs),
     ...(spec.maxAckPending === undefined ? {} : { max_ack_pending: spec.maxAckPending }),
   };
   try {

@@ -1,73 +1,11 @@
 import type { ErrorDetail } from "@funil/errors";
-import { parseTimestamp, timestamp, z } from "@funil/schemas";
+import { PLATFORM_MESSAGES, type z } from "@funil/schemas";
 
 /**
- * The platform's messages (docs/api/learners.md §Ingest), one schema per subject: the live
- * stream and the bulk import read them through here, so both accept and
- * refuse exactly the same records. Unknown extra fields are ignored (the
- * platform may send more than we keep).
+ * The platform's messages (docs/api/learners.md §Ingest) are checked with PLATFORM_MESSAGES, one schema
+ * per subject (@funil/schemas): the live stream and the bulk import read them through here, so both
+ * accept and refuse exactly the same records.
  */
-
-const id = z.string().min(1, "must not be empty").max(200, "at most 200 characters");
-const text = (max: number) => z.string().max(max, `at most ${max} characters`);
-const count = z.number().int("must be an integer").min(0, "must be >= 0").max(2_147_483_647, "too large");
-const pct = z.number().int("must be an integer").min(0, "must be >= 0").max(100, "must be <= 100");
-const when = timestamp.transform((v) => parseTimestamp(v)!);
-const optionalWhen = when.nullable().optional();
-
-export const PLATFORM_MESSAGES = {
-  "platform.user.upserted": z.object({
-    userId: id,
-    name: text(200),
-    email: text(320),
-    createdAt: when,
-  }),
-  "platform.course.upserted": z.object({
-    courseId: id,
-    title: text(500),
-    lessons: z.array(z.object({ lessonId: id, title: text(500) })).max(10_000),
-  }),
-  "platform.enrollment.upserted": z.object({
-    userId: id,
-    courseId: id,
-    status: z.string().min(1, "must not be empty").max(40, "at most 40 characters"),
-    progressPct: pct,
-    startedAt: optionalWhen,
-    completedAt: optionalWhen,
-  }),
-  "platform.session.opened": z.object({
-    userId: id,
-    at: when,
-    // A stamp as the platform saw it (an address, maybe with a proxy's notation): kept, not parsed.
-    ip: z.string().min(1, "must not be empty").max(100, "at most 100 characters"),
-    sessionId: id.nullable().optional(),
-  }),
-  "platform.session.seen": z.object({ userId: id, at: when }),
-  "platform.lesson.progress": z.object({
-    userId: id,
-    lessonId: id,
-    courseId: id,
-    watchSec: count,
-    watchPct: pct,
-    completed: z.boolean(),
-    at: when,
-  }),
-  "platform.certificate.issued": z.object({
-    userId: id,
-    code: id,
-    courseId: id,
-    courseTitle: text(500).nullable().optional(),
-    issuedAt: when,
-  }),
-  "platform.library.doc.upserted": z.object({ docId: id, title: text(500) }),
-  "platform.library.read": z.object({
-    userId: id,
-    docId: id,
-    readSec: count,
-    read: z.boolean(),
-    at: when,
-  }),
-} as const;
 
 export type Subject = keyof typeof PLATFORM_MESSAGES;
 export const SUBJECTS = Object.keys(PLATFORM_MESSAGES) as Subject[];

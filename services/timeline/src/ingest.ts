@@ -1,5 +1,5 @@
 import { fail } from "@funil/errors";
-import { check, parseTimestamp, timestamp, z } from "@funil/schemas";
+import { check, INGEST_MESSAGES, INGEST_SUBJECTS, noteEnvelope } from "@funil/schemas";
 import { type Actor, authorOf, type Direction } from "./actor.js";
 
 /** An interaction as the timeline stores it (docs/api/interactions.md §Interaction). */
@@ -36,94 +36,6 @@ export type IngestItem =
   | { kind: "assignment"; assignment: Assignment }
   | { kind: "excluded"; reason: string };
 
-// Producers may add fields: unknown keys are ignored, known ones are checked.
-const id = z.string().min(1, "must not be empty").max(200, "at most 200 characters");
-/** Row ids of the sources' databases: strings, or integers as they often are there. */
-const rowId = z.union([id, z.number().int().nonnegative()]).transform(String);
-const optionalId = id.nullable().optional();
-const direction = z.enum(["inbound", "outbound"], { message: "direction is inbound or outbound" });
-const preview = z.string().max(100_000, "at most 100000 characters").nullable().optional();
-const at = timestamp.transform((v) => parseTimestamp(v)!);
-
-const inboxMessage = z.object({
-  workspaceId: id,
-  rowId,
-  channel: z.enum(["whatsapp", "instagram", "facebook", "phone"], {
-    message: "channel is whatsapp, instagram, facebook or phone",
-  }),
-  direction,
-  contactId: id,
-  conversationId: id,
-  conversationAssigneeUserId: optionalId,
-  channelInstanceId: optionalId,
-  senderPhone: z.string().max(200, "at most 200 characters").nullable().optional(),
-  sentAt: at,
-  senderUserId: optionalId,
-  senderKind: z
-    .enum(["user", "ia", "automation", "system", "api"], {
-      message: "senderKind is user, ia, automation, system or api",
-    })
-    .nullable()
-    .optional(),
-  imported: z.boolean().nullable().optional(),
-  legacySource: z.string().max(200, "at most 200 characters").nullable().optional(),
-  marker: z.unknown().optional(),
-  preview,
-});
-
-const call = z.object({
-  workspaceId: id,
-  rowId,
-  contactId: id,
-  direction,
-  userId: optionalId,
-  startedAt: at,
-  durationSec: z.number().int("durationSec is an integer").nonnegative("durationSec is not negative"),
-  status: z.string().min(1, "must not be empty").max(100, "at most 100 characters"),
-  preview,
-});
-
-const email = z.object({
-  workspaceId: id,
-  rowId,
-  contactId: id,
-  direction,
-  kind: z.enum(["panel_reply", "contact_reply", "automation", "campaign"], {
-    message: "kind is panel_reply, contact_reply, automation or campaign",
-  }),
-  userId: optionalId,
-  sentAt: at,
-  preview,
-});
-
-const conversationAssigned = z.object({
-  workspaceId: id,
-  conversationId: id,
-  assigneeUserId: optionalId,
-  at,
-});
-
-/** crm's note as note.created carries it (the note as POST /notes returns it). */
-const noteEnvelope = z.object({
-  workspaceId: id,
-  data: z.object({
-    id,
-    contactId: id,
-    opportunityId: optionalId,
-    body: z.string(),
-    userId: id,
-    createdAt: at,
-  }),
-});
-
-/** The subjects of docs/api/interactions.md §Ingest, without the FUNIL_ENV prefix. */
-export const INGEST_SUBJECTS = {
-  message: "ingest.inbox.message",
-  assigned: "ingest.inbox.conversation_assigned",
-  call: "ingest.call",
-  email: "ingest.email",
-} as const;
-
 /** A marker is set when it holds anything but null, false or an empty string. */
 const isSet = (v: unknown) => v !== undefined && v !== null && v !== false && v !== "";
 const PREVIEW_MAX = 500;
@@ -137,7 +49,7 @@ const clip = (text: string | null | undefined) => (text == null ? null : text.sl
 export function ingestItemOf(subject: string, payload: unknown): IngestItem {
   switch (subject) {
     case INGEST_SUBJECTS.message: {
-      const m = check(inboxMessage, payload, "body");
+      const m = check(INGEST_MESSAGES[INGEST_SUBJECTS.message], payload, "body");
       if (isSet(m.marker)) return { kind: "excluded", reason: "internal thread marker" };
       // Rule 10: the assignee is the conversation's owner, never the sender; it is not passed on.
       const author = authorOf({
@@ -181,7 +93,7 @@ export function ingestItemOf(subject: string, payload: unknown): IngestItem {
       };
     }
     case INGEST_SUBJECTS.call: {
-      const c = check(call, payload, "body");
+      const c = check(INGEST_MESSAGES[INGEST_SUBJECTS.call], payload, "body");
       return {
         kind: "interaction",
         interaction: {
@@ -199,7 +111,7 @@ export function ingestItemOf(subject: string, payload: unknown): IngestItem {
       };
     }
     case INGEST_SUBJECTS.email: {
-      const e = check(email, payload, "body");
+      const e = check(INGEST_MESSAGES[INGEST_SUBJECTS.email], payload, "body");
       if (e.kind === "campaign") return { kind: "excluded", reason: "bulk e-mail campaign" };
       return {
         kind: "interaction",
@@ -222,7 +134,7 @@ export function ingestItemOf(subject: string, payload: unknown): IngestItem {
       };
     }
     case INGEST_SUBJECTS.assigned: {
-      const a = check(conversationAssigned, payload, "body");
+      const a = check(INGEST_MESSAGES[INGEST_SUBJECTS.assigned], payload, "body");
       return {
         kind: "assignment",
         assignment: {

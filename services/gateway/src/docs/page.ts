@@ -64,7 +64,7 @@ function navigation(groups: Map<string, Operation[]>): string {
         ops.map((o) => `<a href="#op-${o.id}">${o.method.toUpperCase()} ${escapeHtml(o.path)}</a>`).join(""),
     )
     .join("");
-  return `<nav><h2>Guides</h2>${guides}${ref}<h2>More</h2><a href="/api/v1/openapi.json">OpenAPI document</a><a href="/docs/explorer">Try it (Swagger UI)</a></nav>`;
+  return `<nav><h2>Guides</h2>${guides}${ref}<h2>More</h2><a href="/api/v1/openapi.json">OpenAPI document</a><a href="/api/v1/asyncapi.json">AsyncAPI document (NATS)</a><a href="/docs/explorer">Try it (Swagger UI)</a></nav>`;
 }
 
 export function renderDocsPage(doc: Json): string {

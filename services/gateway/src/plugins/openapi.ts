@@ -3,6 +3,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
+import { asyncapiDocument } from "../asyncapi.js";
 import { DOCS_CSP, renderDocsPage } from "../docs/page.js";
 import { openapiWebhooks } from "../events/catalog.js";
 
@@ -153,7 +154,7 @@ export function completeDocument(doc: Json): Json {
   return doc;
 }
 
-/** The OpenAPI 3.1 document (from the zod schemas that validate requests) and the /docs page. */
+/** The OpenAPI 3.1 document (from the zod schemas that validate requests), the AsyncAPI one and the /docs page. */
 export const openapiPlugin = fp(async (app: FastifyInstance) => {
   await app.register(swagger, {
     openapi: {
@@ -180,6 +181,8 @@ export const openapiPlugin = fp(async (app: FastifyInstance) => {
   // Swagger UI's assets are served from the package (validatorUrl off): it works offline too.
   await app.register(swaggerUi, { routePrefix: "/docs/explorer", uiConfig: { validatorUrl: null } });
   app.get("/api/v1/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  // The NATS subjects' AsyncAPI document (docs/api/events.md §AsyncAPI document), public like the one above.
+  app.get("/api/v1/asyncapi.json", { schema: { hide: true } }, async () => asyncapiDocument());
   let page: string | undefined;
   app.get("/docs", { schema: { hide: true } }, async (_req, reply) => {
     page ??= renderDocsPage(app.swagger());

@@ -1,11 +1,17 @@
-import { consume, type JsMsg, type NatsConnection, publisher } from "@funil/bus";
+import {
+  type ConsumerName,
+  consume,
+  consumerSpec,
+  type JsMsg,
+  type NatsConnection,
+  publisher,
+} from "@funil/bus";
 import type { Logger, Naming } from "@funil/config";
+import { PLATFORM_DEAD_LETTER as DEAD_LETTER, type PlatformDeadLetter } from "@funil/schemas";
 import { type Checked, checkMessage, describeProblems } from "../messages.js";
 import type { PlatformStore } from "../store/platform.js";
 
-const CONSUMER = "learning-platform";
-/** Where refused messages go, with the reason: inside the PLATFORM stream, so they are kept. */
-export const DEAD_LETTER = "platform.deadletter";
+const CONSUMER = "learning-platform" satisfies ConsumerName;
 
 function checked(m: JsMsg, subject: string): Checked {
   let data: unknown;
@@ -37,13 +43,7 @@ export function startPlatformConsumer(deps: {
   const publish = publisher(deps.nc);
   return consume(
     deps.nc,
-    {
-      stream: names.stream("PLATFORM"),
-      durable: CONSUMER,
-      filterSubject: names.subject("platform.>"),
-      // A message takes milliseconds to apply: the ones a killed copy had taken come back after 5 s, not 30.
-      ackWaitMs: 5000,
-    },
+    consumerSpec(names, CONSUMER),
     async (m) => {
       const subject = m.subject.slice(prefix.length);
       if (subject === DEAD_LETTER) return m.ack();
@@ -52,7 +52,13 @@ export function startPlatformConsumer(deps: {
       if (!result.ok) {
         const reason = describeProblems(result.problems);
         log.warn({ subject, messageId, reason }, "platform message refused: sent to the dead letters");
-        const letter = { subject, messageId, reason, problems: result.problems, data: m.string() };
+        const letter: PlatformDeadLetter = {
+          subject,
+          messageId,
+          reason,
+          problems: result.problems,
+          data: m.string(),
+        };
         await publish(deadLetter, new TextEncoder().encode(JSON.stringify(letter)), `dead:${messageId}`);
         return m.ack();
       }

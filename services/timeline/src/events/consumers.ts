@@ -1,4 +1,4 @@
-import { type Consumer, consume, consumeBatches, type JsMsg } from "@funil/bus";
+import { type Consumer, consume, consumeBatches, consumerSpec, type JsMsg } from "@funil/bus";
 import type { Infra } from "@funil/rpc";
 import { causeOf } from "@funil/rpc";
 import { ledgerItemOf } from "../activity.js";
@@ -111,53 +111,12 @@ export async function startConsumers(
   // process writes several batches at once rather than leave the database idle between them.
   const concurrency = INGEST_CONCURRENCY;
   const batch = INGEST_BATCH;
-  const ingestStream = names.stream("INGEST");
+  const ingestConsumer = (durable: "timeline-inbox" | "timeline-calls" | "timeline-emails") =>
+    consumeBatches(infra.nc, { ...consumerSpec(names, durable, { concurrency }), batch }, ingest, onError);
   return Promise.all([
-    consumeBatches(
-      infra.nc,
-      {
-        stream: ingestStream,
-        durable: "timeline-inbox",
-        filterSubject: names.subject("ingest.inbox.>"),
-        concurrency,
-        batch,
-      },
-      ingest,
-      onError,
-    ),
-    consumeBatches(
-      infra.nc,
-      {
-        stream: ingestStream,
-        durable: "timeline-calls",
-        filterSubject: names.subject("ingest.call"),
-        concurrency,
-        batch,
-      },
-      ingest,
-      onError,
-    ),
-    consumeBatches(
-      infra.nc,
-      {
-        stream: ingestStream,
-        durable: "timeline-emails",
-        filterSubject: names.subject("ingest.email"),
-        concurrency,
-        batch,
-      },
-      ingest,
-      onError,
-    ),
-    consume(
-      infra.nc,
-      {
-        stream: names.stream("EVENTS"),
-        durable: "timeline-events",
-        filterSubject: names.subject("events.>"),
-      },
-      events,
-      onError,
-    ),
+    ingestConsumer("timeline-inbox"),
+    ingestConsumer("timeline-calls"),
+    ingestConsumer("timeline-emails"),
+    consume(infra.nc, consumerSpec(names, "timeline-events"), events, onError),
   ]);
 }

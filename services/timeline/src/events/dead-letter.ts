@@ -1,9 +1,7 @@
 import { type JsMsg, publisher } from "@funil/bus";
 import { DomainError } from "@funil/errors";
 import type { Infra } from "@funil/rpc";
-
-/** The subject under which a refused message is kept, inside the INGEST stream (never consumed). */
-export const deadSubject = (subject: string) => `ingest.dead.${subject}`;
+import { type IngestDeadLetter, ingestDeadSubject } from "@funil/schemas";
 
 /** Why a message can never be processed (not JSON, or against the contract), or undefined. */
 function refusal(err: unknown) {
@@ -25,7 +23,7 @@ export function deadLetters(infra: Pick<Infra, "nc" | "names" | "log">) {
     const refused = refusal(err);
     if (!refused) throw err;
     infra.log.warn({ subject, seq: msg.seq, ...refused }, "message refused, sent to the dead letters");
-    const body = {
+    const body: IngestDeadLetter = {
       subject,
       seq: msg.seq,
       reason: refused.message,
@@ -34,7 +32,7 @@ export function deadLetters(infra: Pick<Infra, "nc" | "names" | "log">) {
     };
     // The stream sequence as message id: a refusal redelivered before its ack is kept once.
     await publish(
-      infra.names.subject(deadSubject(subject)),
+      infra.names.subject(ingestDeadSubject(subject)),
       encoder.encode(JSON.stringify(body)),
       `dead:${msg.info.stream}:${msg.seq}`,
     );

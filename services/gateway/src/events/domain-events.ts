@@ -1,0 +1,43 @@
+import type { z } from "@funil/schemas";
+import { deal, note, pipeline, task } from "../schemas/responses.js";
+import { deliveryPayload, EVENT_CATALOG } from "./catalog.js";
+
+export interface DomainEvent {
+  type: string;
+  /** When it is emitted (docs/api/events.md §Every event type). */
+  description: string;
+  /** The read scope a webhook subscription to it needs; undefined: not subscribable. */
+  scope: string | undefined;
+  /** Its `data`: the resource as the API's single read returns it. */
+  data: z.ZodType;
+}
+
+/** The events only the services consume: not in the webhooks catalog. */
+const INTERNAL: Array<Omit<DomainEvent, "scope">> = [
+  {
+    type: "opportunity.updated",
+    description: "any real change of a deal by PATCH (emitted before stage_changed, won or lost)",
+    data: deal,
+  },
+  { type: "opportunity.trashed", description: "DELETE /opportunities/{id}", data: deal },
+  { type: "opportunity.restored", description: "POST /opportunities/{id}/restore", data: deal },
+  { type: "task.created", description: "POST /tasks", data: task },
+  { type: "task.updated", description: "a PATCH that changed a task", data: task },
+  { type: "note.created", description: "POST /notes", data: note },
+  { type: "pipeline.created", description: "a pipeline is created (admin API)", data: pipeline },
+];
+
+/**
+ * Every event type the services publish on EVENTS (docs/api/events.md §Every event type), ordered by
+ * type: the subscribable ones as the webhooks catalog has them (a type added there is here at once),
+ * then the internal ones.
+ */
+export const DOMAIN_EVENTS: DomainEvent[] = [
+  ...EVENT_CATALOG.map(({ type, description, scope }) => ({
+    type,
+    description,
+    scope,
+    data: deliveryPayload(type).shape.data,
+  })),
+  ...INTERNAL.map((e) => ({ ...e, scope: undefined })),
+].sort((a, b) => a.type.localeCompare(b.type));
