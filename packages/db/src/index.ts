@@ -1,4 +1,5 @@
 export * from "./client.js";
+export * from "./cursors.js";
 export * from "./idempotency.js";
 export * from "./ids.js";
 export * from "./migrate.js";
