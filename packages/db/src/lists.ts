@@ -45,7 +45,7 @@ export interface KeysetList<S extends z.ZodType<PageQuery>, F, R, M> {
 export function keysetList<S extends z.ZodType<PageQuery>, R extends { id: string }, M, F = FiltersOf<S>>(
   spec: KeysetList<S, F, R, M>,
 ): (workspaceId: string, plain: unknown) => Promise<ListPage<M>> {
-  return (workspaceId, plain) => listPage(spec, workspaceId, check(spec.query, plain, "query"));
+  return async (workspaceId, plain) => listPage(spec, workspaceId, check(spec.query, plain, "query"));
 }
 
 /**
