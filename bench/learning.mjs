@@ -44,10 +44,26 @@ function random(seed) {
   };
 }
 
+const iso = (ms) => new Date(ms).toISOString();
+
 /** Writes the platform file with backpressure; returns its line count. */
 async function generate(path) {
   const rnd = random(12);
   const pick = (n) => Math.floor(rnd() * n);
+  const file = platformFile(path);
+  await catalog(file.line);
+  const enrolled = [];
+  // One user in ten never enrolls: a user, not a learner.
+  for (let u = 0; u < LEARNERS * 1.1; u++) {
+    const learner = await user(file.line, u, rnd, pick);
+    if (learner) enrolled.push(learner);
+  }
+  await progress(file.line, enrolled, pick);
+  return file.end();
+}
+
+/** line(subject, data) appends one message, in 1 MiB writes; end() closes the file and counts its lines. */
+function platformFile(path) {
   const out = createWriteStream(path);
   let lines = 0;
   let buffer = "";
@@ -59,7 +75,16 @@ async function generate(path) {
       buffer = "";
     }
   };
-  const iso = (ms) => new Date(ms).toISOString();
+  const end = async () => {
+    out.end(buffer);
+    await once(out, "close");
+    return lines;
+  };
+  return { line, end };
+}
+
+/** The courses with their lessons, and the library's documents. */
+async function catalog(line) {
   for (let c = 0; c < COURSES; c++)
     await line("course.upserted", {
       courseId: `c${c}`,
@@ -71,58 +96,61 @@ async function generate(path) {
     });
   for (let d = 0; d < 200; d++)
     await line("library.doc.upserted", { docId: `d${d}`, title: `Documento ${d}` });
-  const enrolled = [];
-  // One user in ten never enrolls: a user, not a learner.
-  for (let u = 0; u < LEARNERS * 1.1; u++) {
-    const id = `u${String(u).padStart(7, "0")}`;
-    await line("user.upserted", {
+}
+
+/** User `u`: the user, and unless it never enrolls its enrollments, certificates, sessions and reads. */
+async function user(line, u, rnd, pick) {
+  const id = `u${String(u).padStart(7, "0")}`;
+  await line("user.upserted", {
+    userId: id,
+    name: `Aluno ${u} ${u % 7 === 0 ? "Conceição" : "Silva"}`,
+    email: `aluno${u}@plat.example`,
+    createdAt: iso(NOW - 400 * DAY + u * 60_000),
+  });
+  if (u % 11 === 10) return undefined;
+  const courses = [];
+  for (let k = 1 + pick(5); k > 0; k--) courses.push(pick(COURSES));
+  for (const c of courses) {
+    const done = rnd() < 0.3;
+    await line("enrollment.upserted", {
       userId: id,
-      name: `Aluno ${u} ${u % 7 === 0 ? "Conceição" : "Silva"}`,
-      email: `aluno${u}@plat.example`,
-      createdAt: iso(NOW - 400 * DAY + u * 60_000),
+      courseId: `c${c}`,
+      status: "active",
+      progressPct: done ? 100 : pick(100),
+      startedAt: iso(NOW - 200 * DAY),
+      completedAt: done ? iso(NOW - pick(100) * DAY) : null,
     });
-    if (u % 11 === 10) continue;
-    const courses = [];
-    for (let k = 1 + pick(5); k > 0; k--) courses.push(pick(COURSES));
-    enrolled.push([id, courses]);
-    for (const c of courses) {
-      const done = rnd() < 0.3;
-      await line("enrollment.upserted", {
+    if (done)
+      await line("certificate.issued", {
         userId: id,
+        code: `${id}-c${c}`,
         courseId: `c${c}`,
-        status: "active",
-        progressPct: done ? 100 : pick(100),
-        startedAt: iso(NOW - 200 * DAY),
-        completedAt: done ? iso(NOW - pick(100) * DAY) : null,
+        courseTitle: `Curso ${c}`,
+        issuedAt: iso(NOW - pick(100) * DAY),
       });
-      if (done)
-        await line("certificate.issued", {
-          userId: id,
-          code: `${id}-c${c}`,
-          courseId: `c${c}`,
-          courseTitle: `Curso ${c}`,
-          issuedAt: iso(NOW - pick(100) * DAY),
-        });
-    }
-    // One learner in twenty never logged in.
-    if (u % 20 === 0) continue;
-    for (let s = 0; s < 3; s++)
-      await line("session.opened", {
-        userId: id,
-        at: iso(NOW - pick(120 * 24) * 3_600_000),
-        ip: `10.${pick(256)}.${pick(256)}.${pick(256)}`,
-        sessionId: `${id}-s${s}`,
-      });
-    await line("session.seen", { userId: id, at: iso(NOW - pick(120 * 24) * 3_600_000) });
-    await line("library.read", {
-      userId: id,
-      docId: `d${pick(200)}`,
-      readSec: pick(600),
-      read: rnd() < 0.5,
-      at: iso(NOW - pick(120) * DAY),
-    });
   }
-  // Cumulative progress, in no particular order: repeats of a (learner, lesson) with other `at`s.
+  // One learner in twenty never logged in.
+  if (u % 20 === 0) return [id, courses];
+  for (let s = 0; s < 3; s++)
+    await line("session.opened", {
+      userId: id,
+      at: iso(NOW - pick(120 * 24) * 3_600_000),
+      ip: `10.${pick(256)}.${pick(256)}.${pick(256)}`,
+      sessionId: `${id}-s${s}`,
+    });
+  await line("session.seen", { userId: id, at: iso(NOW - pick(120 * 24) * 3_600_000) });
+  await line("library.read", {
+    userId: id,
+    docId: `d${pick(200)}`,
+    readSec: pick(600),
+    read: rnd() < 0.5,
+    at: iso(NOW - pick(120) * DAY),
+  });
+  return [id, courses];
+}
+
+/** Cumulative progress, in no particular order: repeats of a (learner, lesson) with other `at`s. */
+async function progress(line, enrolled, pick) {
   for (let p = 0; p < PROGRESS; p++) {
     const [id, courses] = enrolled[pick(enrolled.length)];
     const c = courses[pick(courses.length)];
@@ -138,9 +166,6 @@ async function generate(path) {
     });
     if (p % 1_000_000 === 999_999) log(`generated ${p + 1} progress messages`);
   }
-  out.end(buffer);
-  await once(out, "close");
-  return lines;
 }
 
 /** Resident memory of a process (the import's peak). */

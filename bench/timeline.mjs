@@ -229,6 +229,30 @@ try {
 
 /** GET /interactions through the gateway and through the bare baseline, and the composed reads. */
 async function reads(ws, key, contact, deal) {
+  const scenarios = await listScenarios(ws, contact);
+  const out = await plansOf(ws, scenarios);
+  const rows = await compareLists(scenarios, key);
+  const composed = await composedReads(key, contact, deal);
+  out.push(
+    `GET /interactions: median of ${protocol.runs} runs of ${protocol.seconds} s per row, the gateway and the bare route (bench/timeline-bare.mjs: the page's one statement in one Fastify process, columns mapped by hand, one pool of 10) alternating on the same data; ratio = gateway req/s ÷ bare req/s. CPU = µs per request per process (postgres: each side's backends).`,
+    "",
+    ...compareTable(rows),
+    "",
+    `Page ${scenarios[1].name.split(",")[0].slice(5)} against page 1 through the gateway at ${protocol.connections[0]} connections: p50 ${(rows[1].closed[0].gateway.p50 / rows[0].closed[0].gateway.p50).toFixed(2)}×.`,
+    "",
+    "| composed read (gateway only) | req/s | p50 / p99 ms | errors | CPU µs/request | RSS MiB |",
+    "|---|---|---|---|---|---|",
+    ...composed.map(
+      ({ name, g }) =>
+        `| ${name} | ${Math.round(g.rps)} | ${ms(g.p50)} / ${ms(g.p99)} | ${g.errors} | ${cpuList(g.cpuUs)} | ${rssList(g.rssMb)} |`,
+    ),
+    "",
+  );
+  return out;
+}
+
+/** The list requests measured: a first page, one 10 000 pages deep, and two filtered ones. */
+async function listScenarios(ws, contact) {
   // A cursor 10 000 pages deep (limit 20), built from the row there as the service would have issued it.
   const LIMIT = 20;
   const depth = Math.min(10_000 * LIMIT, ROWS - LIMIT);
@@ -263,7 +287,11 @@ async function reads(ws, key, contact, deal) {
       limit: 100,
     },
   ];
+  return scenarios;
+}
 
+/** The plans of the scenarios' statements, as lines of the results. */
+async function plansOf(ws, scenarios) {
   const out = [];
   log("plans of the list queries…");
   out.push(
@@ -274,7 +302,11 @@ async function reads(ws, key, contact, deal) {
     const plan = await planOf(ws.id, s.filters, s.limit + 1, s.after);
     out.push(`- ${s.name}:`, "", "```", ...plan, "```", "");
   }
+  return out;
+}
 
+/** Each scenario through the gateway and through the bare route, alternating on the same data. */
+async function compareLists(scenarios, key) {
   bare = await startBare();
   const pgOf = { gateway: [], bare: [] };
   const sides = {
@@ -307,9 +339,14 @@ async function reads(ws, key, contact, deal) {
       }),
     );
   }
+  return rows;
+}
 
-  // The composed single reads (crm + timeline in parallel): through the gateway only; their bare
-  // baseline is bench/run.mjs'.
+/**
+ * The composed single reads (crm + timeline in parallel): through the gateway only; their bare
+ * baseline is bench/run.mjs'.
+ */
+async function composedReads(key, contact, deal) {
   const composed = [];
   for (const [name, path] of [
     ["GET /contacts/{id} (crm + timeline)", `/api/v1/contacts/${contact.id}`],
@@ -335,23 +372,7 @@ async function reads(ws, key, contact, deal) {
     composed.push({ name, g: median(runs) });
     log(`${name}: p50 ${ms(composed.at(-1).g.p50)} ms`);
   }
-
-  out.push(
-    `GET /interactions: median of ${protocol.runs} runs of ${protocol.seconds} s per row, the gateway and the bare route (bench/timeline-bare.mjs: the page's one statement in one Fastify process, columns mapped by hand, one pool of 10) alternating on the same data; ratio = gateway req/s ÷ bare req/s. CPU = µs per request per process (postgres: each side's backends).`,
-    "",
-    ...compareTable(rows),
-    "",
-    `Page ${scenarios[1].name.split(",")[0].slice(5)} against page 1 through the gateway at ${protocol.connections[0]} connections: p50 ${(rows[1].closed[0].gateway.p50 / rows[0].closed[0].gateway.p50).toFixed(2)}×.`,
-    "",
-    "| composed read (gateway only) | req/s | p50 / p99 ms | errors | CPU µs/request | RSS MiB |",
-    "|---|---|---|---|---|---|",
-    ...composed.map(
-      ({ name, g }) =>
-        `| ${name} | ${Math.round(g.rps)} | ${ms(g.p50)} / ${ms(g.p99)} | ${g.errors} | ${cpuList(g.cpuUs)} | ${rssList(g.rssMb)} |`,
-    ),
-    "",
-  );
-  return out;
+  return composed;
 }
 
 /** The ingest throughput of one timeline process: stopped while a backlog is published, then drained. */

@@ -213,6 +213,38 @@ const together = (a, b) => ({
  * starts once the receiver holds no hanging request any more.
  */
 async function phase(name, hanging, events) {
+  const { ws, key, fastPaths, subscriptions } = await subscribe(name, hanging);
+  const expected = events * fastPaths.length;
+  webhooksPg = (
+    await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = ${`funil_${ENV}_webhooks`}`
+  ).map((r) => r.pid);
+  const js = jetstream(nc);
+  const w = watch(pids);
+  w.start();
+  const started = performance.now();
+  const trace = tracer(started);
+  await publish(js, ws.id, events);
+  if (TRACE) log(`${name}: ${events} events published in ${Math.round(performance.now() - started)} ms`);
+  const { delivered, finished } = await deliveredOf(name, fastPaths, expected, started, trace);
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = w.stop();
+  await unsubscribe(subscriptions, key);
+  return {
+    finished,
+    delivered,
+    expected,
+    rate: delivered / seconds,
+    webhooksUs: (cpu.webhooks.cpu * 1e6) / delivered,
+    gatewayUs: (cpu.gateway.cpu * 1e6) / delivered,
+    postgresUs: (cpu.postgres.cpu * 1e6) / delivered,
+    natsUs: (cpu.nats.cpu * 1e6) / delivered,
+    receiverUs: (cpu.receiver.cpu * 1e6) / delivered,
+    rssMb: cpu.webhooks.rss,
+  };
+}
+
+/** A phase's workspace, key and 20 subscriptions, the first `hanging` of them on /hang/. */
+async function subscribe(name, hanging) {
   const ws = await call("POST", "/admin/v1/workspaces", { name });
   const { secret: key } = await call("POST", `/admin/v1/workspaces/${ws.id}/keys`, {
     name: "bench",
@@ -231,18 +263,15 @@ async function phase(name, hanging, events) {
     );
     subscriptions.push(subscription.id);
   }
-  const expected = events * fastPaths.length;
-  webhooksPg = (
-    await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = ${`funil_${ENV}_webhooks`}`
-  ).map((r) => r.pid);
-  const js = jetstream(nc);
-  const w = watch(pids);
-  w.start();
-  const started = performance.now();
-  const trace = tracer(started);
-  // The events go out as an outbox relay sends a backlog: up to PUBLISH_IN_FLIGHT publishes awaiting
-  // their acknowledgement at once (one at a time, the bench's own round trips held the first second of
-  // every phase to ~2 500 events/s while the webhooks process sat partly idle).
+  return { ws, key, fastPaths, subscriptions };
+}
+
+/**
+ * The events go out as an outbox relay sends a backlog: up to PUBLISH_IN_FLIGHT publishes awaiting
+ * their acknowledgement at once (one at a time, the bench's own round trips held the first second of
+ * every phase to ~2 500 events/s while the webhooks process sat partly idle).
+ */
+async function publish(js, workspaceId, events) {
   let published = 0;
   await Promise.all(
     Array.from({ length: PUBLISH_IN_FLIGHT }, async () => {
@@ -252,7 +281,7 @@ async function phase(name, hanging, events) {
         const envelope = {
           id,
           type: "contact.created",
-          workspaceId: ws.id,
+          workspaceId,
           occurredAt: new Date().toISOString(),
           data: {
             id: `ct_${i}`,
@@ -266,7 +295,10 @@ async function phase(name, hanging, events) {
       }
     }),
   );
-  if (TRACE) log(`${name}: ${events} events published in ${Math.round(performance.now() - started)} ms`);
+}
+
+/** Waits until the fast subscriptions received every event, or PHASE_LIMIT_MS passed. */
+async function deliveredOf(name, fastPaths, expected, started, trace) {
   let delivered = 0;
   let lastReport = 0;
   let finished = true;
@@ -285,8 +317,11 @@ async function phase(name, hanging, events) {
       log(`${name}: ${delivered}/${expected} fast deliveries`);
     }
   }
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = w.stop();
+  return { delivered, finished };
+}
+
+/** Deletes the phase's subscriptions (their pending retries with them) and waits for the hanging ones to go. */
+async function unsubscribe(subscriptions, key) {
   for (const id of subscriptions) await call("DELETE", `/api/v1/webhooks/${id}`, undefined, key);
   for (let waited = 0; (await stats()).hanging > 0 && waited < 30_000; waited += 250)
     await new Promise((r) => setTimeout(r, 250));
@@ -300,18 +335,6 @@ async function phase(name, hanging, events) {
   );
   await db`vacuum (analyze) deliveries, job_leases`;
   await db.end();
-  return {
-    finished,
-    delivered,
-    expected,
-    rate: delivered / seconds,
-    webhooksUs: (cpu.webhooks.cpu * 1e6) / delivered,
-    gatewayUs: (cpu.gateway.cpu * 1e6) / delivered,
-    postgresUs: (cpu.postgres.cpu * 1e6) / delivered,
-    natsUs: (cpu.nats.cpu * 1e6) / delivered,
-    receiverUs: (cpu.receiver.cpu * 1e6) / delivered,
-    rssMb: cpu.webhooks.rss,
-  };
 }
 
 const f0 = (x) => (Number.isFinite(x) ? x.toFixed(0) : "–");

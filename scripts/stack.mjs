@@ -93,62 +93,9 @@ export async function startStack(opts = {}) {
   checkCopies(opts.copies, "copies", 1);
   checkCopies(opts.spareCopies, "spareCopies", 0);
 
-  const taken = new Set();
-  const portOf = async (value) => {
-    if (!value || Number(value) === 0) return freePort(taken);
-    // A port something already answers on would fool the readiness checks (another stack's gateway
-    // answers /readyz): refuse it before starting anything.
-    if (await isListening("127.0.0.1", Number(value)))
-      throw new Error(`port ${value} is already in use (another npm start?): stop it, or set another PORT`);
-    taken.add(Number(value));
-    return Number(value);
-  };
   const adminToken = opts.adminToken ?? base.ADMIN_TOKEN ?? randomBytes(16).toString("hex");
-  // Each copy's own ports, spares included; the first copy keeps the ports the caller asked for.
-  const slots = {};
-  for (const name of SCALABLE) {
-    const key = name.toUpperCase();
-    const count = (opts.copies?.[name] ?? 1) + (opts.spareCopies?.[name] ?? 0);
-    slots[name] = [];
-    for (let index = 0; index < count; index++) {
-      const first = index === 0;
-      if (name === "gateway") {
-        const port = await portOf(first ? (opts.port ?? base.PORT ?? 8080) : 0);
-        const authPort = await portOf(first ? base.AUTH_PORT : 0);
-        slots[name].push({ index, port, authPort, spare: index >= (opts.copies?.[name] ?? 1) });
-      } else {
-        const port = await portOf(first ? base[`${key}_PORT`] : 0);
-        // Each copy's own /metrics listener (METRICS_PORT), scraped copy by copy.
-        const metricsPort = await portOf(0);
-        slots[name].push({ index, port, metricsPort, spare: index >= (opts.copies?.[name] ?? 1) });
-      }
-    }
-  }
-  const urlsOf = (ports) => ports.map((p) => `http://127.0.0.1:${p}`).join(",");
-  const env = {
-    ...base,
-    DATABASE_URL: base.DATABASE_URL ?? DEFAULT_URLS.databaseUrl,
-    REDIS_URL: base.REDIS_URL ?? DEFAULT_URLS.redisUrl,
-    NATS_URL: base.NATS_URL ?? DEFAULT_URLS.natsUrl,
-    LOG_LEVEL: base.LOG_LEVEL ?? "info",
-    PORT: String(slots.gateway[0].port),
-    ADMIN_TOKEN: adminToken,
-    // One cursor key for every process of the stack: a cursor one copy signed is read by any other.
-    CURSOR_KEYS: base.CURSOR_KEYS || randomBytes(32).toString("base64url"),
-  };
-  // Every service gets every address, so each one finds the others (webhooks calls the gateway's Auth).
-  for (const name of SERVICES) {
-    const key = name.toUpperCase();
-    env[`${key}_PORT`] = String(slots[name][0].port);
-    env[`${key}_URL`] = base[`${key}_URL`] ?? urlsOf(slots[name].map((s) => s.port));
-  }
-  env.AUTH_PORT = String(slots.gateway[0].authPort);
-  env.AUTH_URL = base.AUTH_URL ?? urlsOf(slots.gateway.map((s) => s.authPort));
-  // A copy's own ports: the variables it listens on.
-  const envOf = (name, slot) =>
-    name === "gateway"
-      ? { ...env, PORT: String(slot.port), AUTH_PORT: String(slot.authPort) }
-      : { ...env, [`${name.toUpperCase()}_PORT`]: String(slot.port), METRICS_PORT: String(slot.metricsPort) };
+  const slots = await portSlots(opts, base);
+  const { env, envOf } = stackEnvironment(base, slots, adminToken);
 
   const output = openOutput(opts.stdio ?? "prefix");
   const children = [];
@@ -288,6 +235,76 @@ export async function startStack(opts = {}) {
       await waitReady([child], child, what, check);
     },
   };
+}
+
+/**
+ * Each copy's own ports, spares included: { crm: [{ index, port, metricsPort, spare }], gateway: [{ index,
+ * port, authPort, spare }], … }. The first copy keeps the ports the caller asked for.
+ */
+async function portSlots(opts, base) {
+  const taken = new Set();
+  const portOf = async (value) => {
+    if (!value || Number(value) === 0) return freePort(taken);
+    // A port something already answers on would fool the readiness checks (another stack's gateway
+    // answers /readyz): refuse it before starting anything.
+    if (await isListening("127.0.0.1", Number(value)))
+      throw new Error(`port ${value} is already in use (another npm start?): stop it, or set another PORT`);
+    taken.add(Number(value));
+    return Number(value);
+  };
+  const slots = {};
+  for (const name of SCALABLE) {
+    const key = name.toUpperCase();
+    const count = (opts.copies?.[name] ?? 1) + (opts.spareCopies?.[name] ?? 0);
+    slots[name] = [];
+    for (let index = 0; index < count; index++) {
+      const first = index === 0;
+      if (name === "gateway") {
+        const port = await portOf(first ? (opts.port ?? base.PORT ?? 8080) : 0);
+        const authPort = await portOf(first ? base.AUTH_PORT : 0);
+        slots[name].push({ index, port, authPort, spare: index >= (opts.copies?.[name] ?? 1) });
+      } else {
+        const port = await portOf(first ? base[`${key}_PORT`] : 0);
+        // Each copy's own /metrics listener (METRICS_PORT), scraped copy by copy.
+        const metricsPort = await portOf(0);
+        slots[name].push({ index, port, metricsPort, spare: index >= (opts.copies?.[name] ?? 1) });
+      }
+    }
+  }
+  return slots;
+}
+
+/**
+ * The environment every child gets (every copy's address of every service, one cursor key), and
+ * envOf(name, slot): a copy's own, with the ports it listens on.
+ */
+function stackEnvironment(base, slots, adminToken) {
+  const urlsOf = (ports) => ports.map((p) => `http://127.0.0.1:${p}`).join(",");
+  const env = {
+    ...base,
+    DATABASE_URL: base.DATABASE_URL ?? DEFAULT_URLS.databaseUrl,
+    REDIS_URL: base.REDIS_URL ?? DEFAULT_URLS.redisUrl,
+    NATS_URL: base.NATS_URL ?? DEFAULT_URLS.natsUrl,
+    LOG_LEVEL: base.LOG_LEVEL ?? "info",
+    PORT: String(slots.gateway[0].port),
+    ADMIN_TOKEN: adminToken,
+    // One cursor key for every process of the stack: a cursor one copy signed is read by any other.
+    CURSOR_KEYS: base.CURSOR_KEYS || randomBytes(32).toString("base64url"),
+  };
+  // Every service gets every address, so each one finds the others (webhooks calls the gateway's Auth).
+  for (const name of SERVICES) {
+    const key = name.toUpperCase();
+    env[`${key}_PORT`] = String(slots[name][0].port);
+    env[`${key}_URL`] = base[`${key}_URL`] ?? urlsOf(slots[name].map((s) => s.port));
+  }
+  env.AUTH_PORT = String(slots.gateway[0].authPort);
+  env.AUTH_URL = base.AUTH_URL ?? urlsOf(slots.gateway.map((s) => s.authPort));
+  // A copy's own ports: the variables it listens on.
+  const envOf = (name, slot) =>
+    name === "gateway"
+      ? { ...env, PORT: String(slot.port), AUTH_PORT: String(slot.authPort) }
+      : { ...env, [`${name.toUpperCase()}_PORT`]: String(slot.port), METRICS_PORT: String(slot.metricsPort) };
+  return { env, envOf };
 }
 
 function startChild(name, label, index, args, cwd, env, output) {

@@ -52,80 +52,13 @@ declare module "fastify" {
 
 /** The gateway as a Fastify app: server.ts starts and stops it, tests build it directly. */
 export async function buildApp(ctx: GatewayContext, options: FastifyServerOptions = {}) {
-  const app = Fastify({
-    logger: { level: ctx.config.LOG_LEVEL, redact: ["req.headers.authorization"], mixin: traceFields },
-    bodyLimit: 1024 * 1024,
-    requestIdHeader: false,
-    genReqId: (req) => {
-      const given = req.headers["x-request-id"];
-      return typeof given === "string" && REQUEST_ID.test(given) ? given : crypto.randomUUID();
-    },
-    forceCloseConnections: "idle",
-    // A request that still arrives while the gateway stops (on a connection opened before) is served like
-    // any other, answered with `connection: close`: Fastify's own 503 would be neither needed nor ours.
-    return503OnClosing: false,
-    // Long ids reach the route's own validation (a clear 400) instead of the router's bare 414.
-    routerOptions: { maxParamLength: 2000 },
-    frameworkErrors: frameworkError,
-    clientErrorHandler,
-    // A request without Host is refused by httpEdgePlugin, with the error body, rather than by Node.
-    http: { requireHostHeader: false },
-    ...options,
-  }).withTypeProvider<ZodTypeProvider>();
+  const app = newFastify(ctx, options);
   // First, so that its onRoute hook sees every route and its onRequest runs before the others.
   if (tracingOn()) await app.register(tracingPlugin);
   // The short lists' cursors are signed here, with the keys the services sign theirs with.
   useCursorKeys(ctx.config.CURSOR_KEYS, (message) => app.log.warn(message));
-  // The request rules are the shared schemas of @funil/schemas, applied by the same check() the services
-  // use, so HTTP and gRPC answer the same validation_failed details.
-  app.setValidatorCompiler(({ schema, httpPart }) => (data) => {
-    try {
-      return { value: check(schema as z.ZodType, data, PARTS[httpPart ?? ""] ?? "body") };
-    } catch (error) {
-      return { error: error as Error };
-    }
-  });
-  // Response schemas document the API (OpenAPI); answers are built by toApiJson, which already gives
-  // them their exact shape, so they are not parsed again on the way out: that parse cost more than the
-  // whole database round trip of a list page.
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  // Every answer carries its request id. These small hooks take a callback rather than return a promise:
-  // each async hook costs every request a promise and a turn of Fastify's hook runner.
-  app.addHook("onRequest", (req, reply, done) => {
-    reply.header("x-request-id", req.id);
-    done();
-  });
-  // Graceful shutdown. beginStop() (server.ts, at SIGTERM) makes /readyz answer 503 and every answer
-  // close its connection, so that a load balancer following readiness sends new requests elsewhere
-  // while this copy still serves; close() then lets requests in flight finish and closes the keep-alive
-  // connections instead of holding close() open until the client lets go of them.
-  let stopping = false;
-  let draining: NodeJS.Timeout | undefined;
-  app.decorate("beginStop", () => {
-    stopping = true;
-  });
-  app.addHook("preClose", async () => {
-    stopping = true;
-    draining = setInterval(() => app.server.closeIdleConnections(), 50);
-  });
-  app.addHook("onSend", (_req, reply, payload, done) => {
-    if (stopping) reply.header("connection", "close");
-    done(null, payload);
-  });
-  app.addHook("onClose", async () => clearInterval(draining));
-  // A NUL character or a lone surrogate cannot be kept as sent: refused up front, for every route, as the
-  // services do.
-  app.addHook("preValidation", (req, _reply, done) => {
-    try {
-      refuseUndecodableQuery(req.url);
-      refuseBadText(req.params, "path");
-      refuseBadText(req.query, "query");
-      refuseBadText(req.body, "body");
-    } catch (err) {
-      return done(err as Error);
-    }
-    done();
-  });
+  requestRules(app);
+  const stopping = gracefulStop(app);
 
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);
@@ -153,7 +86,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   await app.register(openapiPlugin);
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  readyzRoute(app, health, () => stopping);
+  readyzRoute(app, health, stopping);
 
   await app.register(
     async (v1) => {
@@ -183,4 +116,91 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
   );
   await app.register(adminRoutes(ctx), { prefix: "/admin/v1" });
   return app;
+}
+
+/** Fastify with the gateway's server options: request ids, limits, and which errors stay its own. */
+function newFastify(ctx: GatewayContext, options: FastifyServerOptions) {
+  return Fastify({
+    logger: { level: ctx.config.LOG_LEVEL, redact: ["req.headers.authorization"], mixin: traceFields },
+    bodyLimit: 1024 * 1024,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    },
+    forceCloseConnections: "idle",
+    // A request that still arrives while the gateway stops (on a connection opened before) is served like
+    // any other, answered with `connection: close`: Fastify's own 503 would be neither needed nor ours.
+    return503OnClosing: false,
+    // Long ids reach the route's own validation (a clear 400) instead of the router's bare 414.
+    routerOptions: { maxParamLength: 2000 },
+    frameworkErrors: frameworkError,
+    clientErrorHandler,
+    // A request without Host is refused by httpEdgePlugin, with the error body, rather than by Node.
+    http: { requireHostHeader: false },
+    ...options,
+  }).withTypeProvider<ZodTypeProvider>();
+}
+
+type GatewayApp = ReturnType<typeof newFastify>;
+
+/** What every request goes through: the shared schemas, the request id, no text that cannot be kept. */
+function requestRules(app: GatewayApp) {
+  // The request rules are the shared schemas of @funil/schemas, applied by the same check() the services
+  // use, so HTTP and gRPC answer the same validation_failed details.
+  app.setValidatorCompiler(({ schema, httpPart }) => (data) => {
+    try {
+      return { value: check(schema as z.ZodType, data, PARTS[httpPart ?? ""] ?? "body") };
+    } catch (error) {
+      return { error: error as Error };
+    }
+  });
+  // Response schemas document the API (OpenAPI); answers are built by toApiJson, which already gives
+  // them their exact shape, so they are not parsed again on the way out: that parse cost more than the
+  // whole database round trip of a list page.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // Every answer carries its request id. These small hooks take a callback rather than return a promise:
+  // each async hook costs every request a promise and a turn of Fastify's hook runner.
+  app.addHook("onRequest", (req, reply, done) => {
+    reply.header("x-request-id", req.id);
+    done();
+  });
+  // A NUL character or a lone surrogate cannot be kept as sent: refused up front, for every route, as the
+  // services do.
+  app.addHook("preValidation", (req, _reply, done) => {
+    try {
+      refuseUndecodableQuery(req.url);
+      refuseBadText(req.params, "path");
+      refuseBadText(req.query, "query");
+      refuseBadText(req.body, "body");
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
+  });
+}
+
+/**
+ * Graceful shutdown. beginStop() (server.ts, at SIGTERM) makes /readyz answer 503 and every answer
+ * close its connection, so that a load balancer following readiness sends new requests elsewhere
+ * while this copy still serves; close() then lets requests in flight finish and closes the keep-alive
+ * connections instead of holding close() open until the client lets go of them. Returns whether the
+ * app is stopping.
+ */
+function gracefulStop(app: GatewayApp) {
+  let stopping = false;
+  let draining: NodeJS.Timeout | undefined;
+  app.decorate("beginStop", () => {
+    stopping = true;
+  });
+  app.addHook("preClose", async () => {
+    stopping = true;
+    draining = setInterval(() => app.server.closeIdleConnections(), 50);
+  });
+  app.addHook("onSend", (_req, reply, payload, done) => {
+    if (stopping) reply.header("connection", "close");
+    done(null, payload);
+  });
+  app.addHook("onClose", async () => clearInterval(draining));
+  return () => stopping;
 }

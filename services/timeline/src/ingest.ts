@@ -48,106 +48,122 @@ const clip = (text: string | null | undefined) => (text == null ? null : text.sl
  */
 export function ingestItemOf(subject: string, payload: unknown): IngestItem {
   switch (subject) {
-    case INGEST_SUBJECTS.message: {
-      const m = check(INGEST_MESSAGES[INGEST_SUBJECTS.message], payload, "body");
-      if (isSet(m.marker)) return { kind: "excluded", reason: "internal thread marker" };
-      // Rule 10: the assignee is the conversation's owner, never the sender; it is not passed on.
-      const author = authorOf({
-        direction: m.direction,
-        senderUserId: m.senderUserId,
-        senderKind: m.senderKind,
-        legacySource: m.legacySource,
-      });
-      // No connection, no sender number: both null together.
-      const channelInstanceId = m.channelInstanceId ?? null;
-      return {
-        kind: "interaction",
-        interaction: {
-          workspaceId: m.workspaceId,
-          id: `msg:${m.rowId}`,
-          kind: "message",
-          channel: m.channel,
-          direction: m.direction,
-          ...author,
-          contactId: m.contactId,
-          opportunityId: null,
-          conversationId: m.conversationId,
-          channelInstanceId,
-          senderPhone: channelInstanceId ? (m.senderPhone ?? null) : null,
-          // Rule 3: the provider's send date, also for imported history.
-          createdAt: m.sentAt,
-          durationSec: null,
-          status: null,
-          preview: clip(m.preview),
-        },
-        // The message shows who owned the conversation when it was sent.
-        assignment:
-          m.conversationAssigneeUserId === undefined
-            ? undefined
-            : {
-                workspaceId: m.workspaceId,
-                conversationId: m.conversationId,
-                assigneeUserId: m.conversationAssigneeUserId,
-                at: m.sentAt,
-              },
-      };
-    }
-    case INGEST_SUBJECTS.call: {
-      const c = check(INGEST_MESSAGES[INGEST_SUBJECTS.call], payload, "body");
-      return {
-        kind: "interaction",
-        interaction: {
-          ...notInbox(c.workspaceId, c.contactId),
-          id: `call:${c.rowId}`,
-          kind: "call",
-          channel: "call",
-          direction: c.direction,
-          ...authorOf({ direction: c.direction, senderUserId: c.userId }),
-          createdAt: c.startedAt,
-          durationSec: c.durationSec,
-          status: c.status,
-          preview: clip(c.preview),
-        },
-      };
-    }
-    case INGEST_SUBJECTS.email: {
-      const e = check(INGEST_MESSAGES[INGEST_SUBJECTS.email], payload, "body");
-      if (e.kind === "campaign") return { kind: "excluded", reason: "bulk e-mail campaign" };
-      return {
-        kind: "interaction",
-        interaction: {
-          ...notInbox(e.workspaceId, e.contactId),
-          id: `email:${e.rowId}`,
-          kind: "email",
-          channel: "email",
-          direction: e.direction,
-          ...authorOf({
-            direction: e.direction,
-            senderUserId: e.userId,
-            senderKind: e.kind === "automation" ? "automation" : undefined,
-          }),
-          createdAt: e.sentAt,
-          durationSec: null,
-          status: null,
-          preview: clip(e.preview),
-        },
-      };
-    }
-    case INGEST_SUBJECTS.assigned: {
-      const a = check(INGEST_MESSAGES[INGEST_SUBJECTS.assigned], payload, "body");
-      return {
-        kind: "assignment",
-        assignment: {
-          workspaceId: a.workspaceId,
-          conversationId: a.conversationId,
-          assigneeUserId: a.assigneeUserId ?? null,
-          at: a.at,
-        },
-      };
-    }
+    case INGEST_SUBJECTS.message:
+      return messageItemOf(payload);
+    case INGEST_SUBJECTS.call:
+      return callItemOf(payload);
+    case INGEST_SUBJECTS.email:
+      return emailItemOf(payload);
+    case INGEST_SUBJECTS.assigned:
+      return assignmentItemOf(payload);
     default:
       throw fail("validation_failed", `no ingest subject ${subject}`);
   }
+}
+
+/** An inbox message: an interaction, and the assignment it shows, unless it is an internal thread marker. */
+function messageItemOf(payload: unknown): IngestItem {
+  const m = check(INGEST_MESSAGES[INGEST_SUBJECTS.message], payload, "body");
+  if (isSet(m.marker)) return { kind: "excluded", reason: "internal thread marker" };
+  // Rule 10: the assignee is the conversation's owner, never the sender; it is not passed on.
+  const author = authorOf({
+    direction: m.direction,
+    senderUserId: m.senderUserId,
+    senderKind: m.senderKind,
+    legacySource: m.legacySource,
+  });
+  // No connection, no sender number: both null together.
+  const channelInstanceId = m.channelInstanceId ?? null;
+  return {
+    kind: "interaction",
+    interaction: {
+      workspaceId: m.workspaceId,
+      id: `msg:${m.rowId}`,
+      kind: "message",
+      channel: m.channel,
+      direction: m.direction,
+      ...author,
+      contactId: m.contactId,
+      opportunityId: null,
+      conversationId: m.conversationId,
+      channelInstanceId,
+      senderPhone: channelInstanceId ? (m.senderPhone ?? null) : null,
+      // Rule 3: the provider's send date, also for imported history.
+      createdAt: m.sentAt,
+      durationSec: null,
+      status: null,
+      preview: clip(m.preview),
+    },
+    // The message shows who owned the conversation when it was sent.
+    assignment:
+      m.conversationAssigneeUserId === undefined
+        ? undefined
+        : {
+            workspaceId: m.workspaceId,
+            conversationId: m.conversationId,
+            assigneeUserId: m.conversationAssigneeUserId,
+            at: m.sentAt,
+          },
+  };
+}
+
+/** A call: always an interaction. */
+function callItemOf(payload: unknown): IngestItem {
+  const c = check(INGEST_MESSAGES[INGEST_SUBJECTS.call], payload, "body");
+  return {
+    kind: "interaction",
+    interaction: {
+      ...notInbox(c.workspaceId, c.contactId),
+      id: `call:${c.rowId}`,
+      kind: "call",
+      channel: "call",
+      direction: c.direction,
+      ...authorOf({ direction: c.direction, senderUserId: c.userId }),
+      createdAt: c.startedAt,
+      durationSec: c.durationSec,
+      status: c.status,
+      preview: clip(c.preview),
+    },
+  };
+}
+
+/** An e-mail: an interaction, unless it is a bulk campaign. */
+function emailItemOf(payload: unknown): IngestItem {
+  const e = check(INGEST_MESSAGES[INGEST_SUBJECTS.email], payload, "body");
+  if (e.kind === "campaign") return { kind: "excluded", reason: "bulk e-mail campaign" };
+  return {
+    kind: "interaction",
+    interaction: {
+      ...notInbox(e.workspaceId, e.contactId),
+      id: `email:${e.rowId}`,
+      kind: "email",
+      channel: "email",
+      direction: e.direction,
+      ...authorOf({
+        direction: e.direction,
+        senderUserId: e.userId,
+        senderKind: e.kind === "automation" ? "automation" : undefined,
+      }),
+      createdAt: e.sentAt,
+      durationSec: null,
+      status: null,
+      preview: clip(e.preview),
+    },
+  };
+}
+
+/** A conversation's new assignee. */
+function assignmentItemOf(payload: unknown): IngestItem {
+  const a = check(INGEST_MESSAGES[INGEST_SUBJECTS.assigned], payload, "body");
+  return {
+    kind: "assignment",
+    assignment: {
+      workspaceId: a.workspaceId,
+      conversationId: a.conversationId,
+      assigneeUserId: a.assigneeUserId ?? null,
+      at: a.at,
+    },
+  };
 }
 
 /** A note (crm's note.created): outbound, channel note, by its author (docs/api/interactions.md §Ingest). */

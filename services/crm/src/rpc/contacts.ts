@@ -10,18 +10,9 @@ import {
   ListContactsRequestSchema,
   UpsertContactResponseSchema,
 } from "@funil/contracts";
-import type { Sql } from "@funil/db";
+import { getById, keysetList, type Sql } from "@funil/db";
 import { invalid, notFound } from "@funil/errors";
-import {
-  asMessageJson,
-  idempotent,
-  keyedCall,
-  keysetPage,
-  plainOf,
-  type Remember,
-  replayOf,
-  runOnce,
-} from "@funil/rpc";
+import { asMessageJson, idempotent, keyedCall, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
 import {
   check,
   idParam,
@@ -61,6 +52,25 @@ export function contactService(deps: {
   const checkCustomFields = customFieldsGuard(deps.customFields);
   const fieldsOf = (req: { fields?: ContactFields }) =>
     plainOf(ContactFieldsSchema, req.fields ?? create(ContactFieldsSchema));
+  const list = keysetList({
+    list: LIST,
+    query: listContactsQuery,
+    defaultLimit: 50,
+    bind: (given) => ({ ...given, status: given.status ?? "active" }),
+    sortKey: (c: ContactRecord, bound) => (bound.updatedAfter ? c.updatedAt : c.createdAt),
+    fetch: (workspaceId, bound, take, after) =>
+      contacts.list(
+        workspaceId,
+        {
+          ...bound,
+          createdAfter: instant(bound.createdAfter),
+          updatedAfter: instant(bound.updatedAfter),
+        },
+        take,
+        after,
+      ),
+    toMessage: (r) => contactWire.proto(r),
+  });
 
   /** Archive and unarchive, each at most once per Idempotency-Key. */
   async function setStatus(
@@ -85,42 +95,9 @@ export function contactService(deps: {
   }
 
   return {
-    async listContacts(req) {
-      const { cursor, limit, ...given } = check(
-        listContactsQuery,
-        plainOf(ListContactsRequestSchema, req),
-        "query",
-      );
-      const bound = { ...given, status: given.status ?? "active" };
-      const { rows, nextCursor } = await keysetPage<ContactRecord>({
-        list: LIST,
-        workspaceId: req.workspaceId,
-        filters: bound,
-        cursor,
-        limit,
-        defaultLimit: 50,
-        sortKey: (c) => (bound.updatedAfter ? c.updatedAt : c.createdAt),
-        fetch: (take, after) =>
-          contacts.list(
-            req.workspaceId,
-            {
-              ...bound,
-              createdAfter: instant(bound.createdAfter),
-              updatedAfter: instant(bound.updatedAfter),
-            },
-            take,
-            after,
-          ),
-      });
-      return { data: rows.map((r) => contactWire.proto(r)), nextCursor };
-    },
+    listContacts: (req) => list(req.workspaceId, plainOf(ListContactsRequestSchema, req)),
 
-    async getContact(req) {
-      const { id } = check(idParam, { id: req.id }, "path");
-      const row = await contacts.get(req.workspaceId, id);
-      if (!row) throw notFound("contact");
-      return reply(row);
-    },
+    getContact: getById("contact", contacts.get, reply),
 
     async upsertContact(req, ctx) {
       const plain = fieldsOf(req);

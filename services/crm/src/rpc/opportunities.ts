@@ -10,18 +10,8 @@ import {
   OpportunitySchema,
   type OpportunityService,
 } from "@funil/contracts";
-import type { Sql } from "@funil/db";
-import { notFound } from "@funil/errors";
-import {
-  fromApiJson,
-  keyedCall,
-  keysetPage,
-  plainOf,
-  type Remember,
-  replayOf,
-  runOnce,
-  toApiJson,
-} from "@funil/rpc";
+import { type FiltersOf, getById, keysetList, type Sql } from "@funil/db";
+import { fromApiJson, keyedCall, plainOf, type Remember, replayOf, runOnce, toApiJson } from "@funil/rpc";
 import {
   check,
   createDealBody,
@@ -80,6 +70,22 @@ function changesOf(body: z.output<typeof patchDealBody>): DealChanges {
   return changes;
 }
 
+/** A checked list query's filters as the store reads them. */
+function filtersOf(bound: FiltersOf<typeof listDealsQuery>): DealFilters {
+  return {
+    ...bound,
+    createdAfter: instant(bound.createdAfter),
+    createdBefore: instant(bound.createdBefore),
+    updatedAfter: instant(bound.updatedAfter),
+    updatedBefore: instant(bound.updatedBefore),
+    wonAfter: instant(bound.wonAfter),
+    wonBefore: instant(bound.wonBefore),
+    lostAfter: instant(bound.lostAfter),
+    lostBefore: instant(bound.lostBefore),
+    stageChangedAfter: instant(bound.stageChangedAfter),
+  };
+}
+
 export function opportunityService(deps: {
   sql: Sql;
   deals: DealStore;
@@ -89,45 +95,19 @@ export function opportunityService(deps: {
   const { deals, clock } = deps;
   const checkCustomFields = customFieldsGuard(deps.customFields);
   const reply = (r: DealRecord) => ({ opportunity: dealWire.proto(r) });
+  const list = keysetList({
+    list: LIST,
+    query: listDealsQuery,
+    defaultLimit: 50,
+    sortKey: (d: DealRecord, bound) => (bound.updatedAfter ? d.updatedAt : d.createdAt),
+    fetch: (workspaceId, bound, take, after) => deals.list(workspaceId, filtersOf(bound), take, after),
+    toMessage: (r) => dealWire.proto(r),
+  });
 
   return {
-    async listOpportunities(req) {
-      const { cursor, limit, ...bound } = check(
-        listDealsQuery,
-        plainOf(ListOpportunitiesRequestSchema, req),
-        "query",
-      );
-      const filters: DealFilters = {
-        ...bound,
-        createdAfter: instant(bound.createdAfter),
-        createdBefore: instant(bound.createdBefore),
-        updatedAfter: instant(bound.updatedAfter),
-        updatedBefore: instant(bound.updatedBefore),
-        wonAfter: instant(bound.wonAfter),
-        wonBefore: instant(bound.wonBefore),
-        lostAfter: instant(bound.lostAfter),
-        lostBefore: instant(bound.lostBefore),
-        stageChangedAfter: instant(bound.stageChangedAfter),
-      };
-      const { rows, nextCursor } = await keysetPage<DealRecord>({
-        list: LIST,
-        workspaceId: req.workspaceId,
-        filters: bound,
-        cursor,
-        limit,
-        defaultLimit: 50,
-        sortKey: (d) => (filters.updatedAfter ? d.updatedAt : d.createdAt),
-        fetch: (take, after) => deals.list(req.workspaceId, filters, take, after),
-      });
-      return { data: rows.map((r) => dealWire.proto(r)), nextCursor };
-    },
+    listOpportunities: (req) => list(req.workspaceId, plainOf(ListOpportunitiesRequestSchema, req)),
 
-    async getOpportunity(req) {
-      const { id } = check(idParam, { id: req.id }, "path");
-      const row = await deals.get(req.workspaceId, id);
-      if (!row) throw notFound("opportunity");
-      return reply(row);
-    },
+    getOpportunity: getById("opportunity", deals.get, reply),
 
     /** Create, at most once per Idempotency-Key (docs/api/conventions.md §Idempotency-Key). */
     async createOpportunity(req, ctx) {

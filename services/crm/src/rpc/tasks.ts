@@ -7,8 +7,8 @@ import {
   TaskFieldsSchema,
   type TaskService,
 } from "@funil/contracts";
-import type { Sql } from "@funil/db";
-import { asMessageJson, idempotent, keyedCall, keysetPage, plainOf } from "@funil/rpc";
+import { keysetList, type Sql } from "@funil/db";
+import { asMessageJson, idempotent, keyedCall, plainOf } from "@funil/rpc";
 import {
   check,
   createTaskBody,
@@ -42,35 +42,27 @@ export function taskService(deps: {
   const fieldsOf = (fields: TaskFields | undefined) =>
     plainOf(TaskFieldsSchema, fields ?? create(TaskFieldsSchema));
   const reply = (t: TaskRecord) => ({ task: taskWire.proto(t) });
+  const list = keysetList({
+    list: LIST,
+    query: listTasksQuery,
+    defaultLimit: 50,
+    bind: (bound) => ({
+      assigneeUserId: bound.assigneeUserId,
+      open: bound.open === undefined ? undefined : bound.open === "true",
+    }),
+    sortKey: (t: TaskRecord) => t.createdAt,
+    fetch: (workspaceId, filters, take, after) => tasks.list(workspaceId, filters, take, after),
+    toMessage: (t) => taskWire.proto(t),
+  });
 
   return {
-    async listTasks(req) {
-      const { cursor, limit, ...bound } = check(
-        listTasksQuery,
-        {
-          assigneeUserId: req.assigneeUserId,
-          open: req.open === undefined ? undefined : String(req.open),
-          cursor: req.cursor,
-          limit: req.limit || undefined,
-        },
-        "query",
-      );
-      const filters = {
-        assigneeUserId: bound.assigneeUserId,
-        open: bound.open === undefined ? undefined : bound.open === "true",
-      };
-      const { rows, nextCursor } = await keysetPage<TaskRecord>({
-        list: LIST,
-        workspaceId: req.workspaceId,
-        filters,
-        cursor,
-        limit,
-        defaultLimit: 50,
-        sortKey: (t) => t.createdAt,
-        fetch: (take, after) => tasks.list(req.workspaceId, filters, take, after),
-      });
-      return { data: rows.map((t) => taskWire.proto(t)), nextCursor };
-    },
+    listTasks: (req) =>
+      list(req.workspaceId, {
+        assigneeUserId: req.assigneeUserId,
+        open: req.open === undefined ? undefined : String(req.open),
+        cursor: req.cursor,
+        limit: req.limit || undefined,
+      }),
 
     async createTask(req, ctx) {
       const plain = fieldsOf(req.fields);

@@ -1,8 +1,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import { type LearnerService, ListLearnersRequestSchema } from "@funil/contracts";
+import { keysetList } from "@funil/db";
 import { notFound } from "@funil/errors";
-import { keysetPage, plainOf } from "@funil/rpc";
+import { plainOf } from "@funil/rpc";
 import { check, idParam, instant, learnerQuery, listLearnersQuery } from "@funil/schemas";
 import { fold } from "../messages.js";
 import type { LearnerRecord, LearnerStore } from "../store/learners.js";
@@ -17,36 +18,27 @@ export function learnerService(deps: {
   clock: Clock;
 }): ServiceImpl<typeof LearnerService> {
   const { learners, clock } = deps;
+  const list = keysetList({
+    list: LIST,
+    query: listLearnersQuery,
+    defaultLimit: 50,
+    // One Date per page, for the next cursor.
+    sortKey: (l: LearnerRecord) => new Date(l.createdAt),
+    fetch: (_platform, filters, take, after) =>
+      learners.list(
+        {
+          q: filters.q === undefined ? undefined : fold(filters.q),
+          activeSince: instant(filters.activeSince),
+          activeBefore: instant(filters.activeBefore),
+        },
+        take,
+        after,
+      ),
+    toMessage: learnerToProto,
+  });
   return {
-    async listLearners(req) {
-      const { cursor, limit, ...filters } = check(
-        listLearnersQuery,
-        plainOf(ListLearnersRequestSchema, req),
-        "query",
-      );
-      const { rows, nextCursor } = await keysetPage<LearnerRecord>({
-        list: LIST,
-        // The platform's data is one for every operator workspace, and so are its cursors.
-        workspaceId: "platform",
-        filters,
-        cursor,
-        limit,
-        defaultLimit: 50,
-        // One Date per page, for the next cursor.
-        sortKey: (l) => new Date(l.createdAt),
-        fetch: (take, after) =>
-          learners.list(
-            {
-              q: filters.q === undefined ? undefined : fold(filters.q),
-              activeSince: instant(filters.activeSince),
-              activeBefore: instant(filters.activeBefore),
-            },
-            take,
-            after,
-          ),
-      });
-      return { data: rows.map(learnerToProto), nextCursor };
-    },
+    // The platform's data is one for every operator workspace, and so are its cursors.
+    listLearners: (req) => list("platform", plainOf(ListLearnersRequestSchema, req)),
 
     async getLearner(req) {
       const { id } = check(idParam, { id: req.id }, "path");

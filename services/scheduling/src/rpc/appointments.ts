@@ -12,14 +12,13 @@ import {
   RescheduleAppointmentRequestSchema,
   RescheduleAppointmentResponseSchema,
 } from "@funil/contracts";
-import { requestFingerprint } from "@funil/db";
+import { getById, keysetList, requestFingerprint } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
 import {
   asMessageJson,
   fromApiJson,
   idempotent,
   keyedCall,
-  keysetPage,
   plainOf,
   REPLAYED_HEADER,
   type Remember,
@@ -64,14 +63,13 @@ export function appointmentService(deps: SchedulingDeps): Impl {
 
 /** GET /appointments and GET /appointments/{id}. */
 function meetingReads({ appointments }: BookingDeps) {
-  return {
-    async listAppointments(req) {
-      const { cursor, limit, ...given } = check(
-        listAppointmentsQuery,
-        plainOf(ListAppointmentsRequestSchema, req),
-        "query",
-      );
-      const bound = { ...given, status: given.status ?? "scheduled" };
+  const list = keysetList({
+    list: LIST,
+    query: listAppointmentsQuery,
+    defaultLimit: 100,
+    bind: (given) => ({ ...given, status: given.status ?? "scheduled" }),
+    sortKey: (a: AppointmentRecord) => a.startAt,
+    fetch: (workspaceId, bound, take, after) => {
       const filters: AppointmentFilters = {
         ...bound,
         from: instant(bound.from),
@@ -79,25 +77,13 @@ function meetingReads({ appointments }: BookingDeps) {
         createdAfter: instant(bound.createdAfter),
         updatedAfter: instant(bound.updatedAfter),
       };
-      const { rows, nextCursor } = await keysetPage<AppointmentRecord>({
-        list: LIST,
-        workspaceId: req.workspaceId,
-        filters: bound,
-        cursor,
-        limit,
-        defaultLimit: 100,
-        sortKey: (a) => a.startAt,
-        fetch: (take, after) => appointments.list(req.workspaceId, filters, take, after),
-      });
-      return { data: rows.map((r) => appointmentWire.proto(r)), nextCursor };
+      return appointments.list(workspaceId, filters, take, after);
     },
-
-    async getAppointment(req) {
-      const { id } = check(idParam, { id: req.id }, "path");
-      const row = await appointments.get(req.workspaceId, id);
-      if (!row) throw notFound("appointment");
-      return reply(row);
-    },
+    toMessage: (r) => appointmentWire.proto(r),
+  });
+  return {
+    listAppointments: (req) => list(req.workspaceId, plainOf(ListAppointmentsRequestSchema, req)),
+    getAppointment: getById("appointment", appointments.get, reply),
   } satisfies Pick<Impl, "listAppointments" | "getAppointment">;
 }
 

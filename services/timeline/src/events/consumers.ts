@@ -25,6 +25,9 @@ const INGEST_CONCURRENCY = 3;
 /** A message that stores something: an interaction, the assignment it shows, or an assignment alone. */
 type Storable = { msg: JsMsg; item: Exclude<IngestItem, { kind: "excluded" }> };
 
+type ConsumerInfra = Pick<Infra, "nc" | "names" | "log">;
+type OnError = (err: unknown) => void;
+
 /**
  * The timeline's durable consumers (docs/api/interactions.md §Ingest), shared by every copy of the
  * service: the inbox (messages and reassignments), calls and e-mails from
@@ -32,74 +35,13 @@ type Storable = { msg: JsMsg; item: Exclude<IngestItem, { kind: "excluded" }> };
  * NATS 2.9 takes one filter subject per consumer, hence one per source.
  */
 export async function startConsumers(
-  infra: Pick<Infra, "nc" | "names" | "log">,
+  infra: ConsumerInfra,
   stores: { interactions: InteractionStore; summaries: SummaryStore },
 ): Promise<Consumer[]> {
   const { names, log } = infra;
   const { interactions, summaries } = stores;
-
-  const refuse = deadLetters(infra);
-  const subject = subjectOf(infra);
-  const onError = (err: unknown) => log.warn({ cause: causeOf(err) }, "consumer: will retry");
-
-  const write = (batch: Storable[]) => {
-    const records: InteractionRecord[] = [];
-    const assignments: Assignment[] = [];
-    for (const { item } of batch) {
-      if (item.kind === "interaction") records.push(item.interaction);
-      if (item.assignment) assignments.push(item.assignment);
-    }
-    return interactions.store(records, assignments);
-  };
-
-  /**
-   * A batch of ingest messages: each parsed alone (a refused one goes to the dead letters alone, an
-   * excluded one is acked), the rest stored in one statement and acked once it has committed.
-   */
-  const ingest = async (msgs: JsMsg[]) => {
-    const batch: Storable[] = [];
-    for (const msg of msgs) {
-      let item: IngestItem;
-      try {
-        item = ingestItemOf(subject(msg), msg.json());
-      } catch (err) {
-        await refuse(subject(msg), msg, err).catch((e) => {
-          onError(e);
-          msg.nak(1000);
-        });
-        continue;
-      }
-      if (item.kind === "excluded") {
-        log.debug({ subject: subject(msg), seq: msg.seq, reason: item.reason }, "excluded from the timeline");
-        msg.ack();
-      } else batch.push({ msg, item });
-    }
-    if (batch.length === 0) return;
-    try {
-      await write(batch);
-    } catch (err) {
-      if (batch.length === 1) throw err;
-      // The database refused the batch: each message alone, so that one it can never store (or an
-      // outage) brings back only what failed, a second later.
-      onError(err);
-      let failure: unknown;
-      await Promise.all(
-        batch.map((one) =>
-          write([one]).then(
-            () => one.msg.ack(),
-            (e) => {
-              failure = e;
-              one.msg.nak(1000);
-            },
-          ),
-        ),
-      );
-      // One line for what failed alone (an outage fails them all), not one per message.
-      if (failure) onError(failure);
-      return;
-    }
-    for (const { msg } of batch) msg.ack();
-  };
+  const onError: OnError = (err) => log.warn({ cause: causeOf(err) }, "consumer: will retry");
+  const ingest = ingestBatches(infra, interactions, onError);
 
   const events = handler(infra, async (subject, msg) => {
     const event = msg.json();
@@ -119,4 +61,83 @@ export async function startConsumers(
     ingestConsumer("timeline-emails"),
     consume(infra.nc, consumerSpec(names, "timeline-events"), events, onError),
   ]);
+}
+
+/**
+ * A batch of ingest messages: each parsed alone (a refused one goes to the dead letters alone, an
+ * excluded one is acked), the rest stored in one statement and acked once it has committed.
+ */
+function ingestBatches(infra: ConsumerInfra, interactions: InteractionStore, onError: OnError) {
+  const refuse = deadLetters(infra);
+  const subject = subjectOf(infra);
+
+  const write = (batch: Storable[]) => {
+    const records: InteractionRecord[] = [];
+    const assignments: Assignment[] = [];
+    for (const { item } of batch) {
+      if (item.kind === "interaction") records.push(item.interaction);
+      if (item.assignment) assignments.push(item.assignment);
+    }
+    return interactions.store(records, assignments);
+  };
+
+  /** The messages that store something; the others are dead-lettered or acked here. */
+  const storable = async (msgs: JsMsg[]) => {
+    const batch: Storable[] = [];
+    for (const msg of msgs) {
+      let item: IngestItem;
+      try {
+        item = ingestItemOf(subject(msg), msg.json());
+      } catch (err) {
+        await refuse(subject(msg), msg, err).catch((e) => {
+          onError(e);
+          msg.nak(1000);
+        });
+        continue;
+      }
+      if (item.kind === "excluded") {
+        infra.log.debug(
+          { subject: subject(msg), seq: msg.seq, reason: item.reason },
+          "excluded from the timeline",
+        );
+        msg.ack();
+      } else batch.push({ msg, item });
+    }
+    return batch;
+  };
+
+  /**
+   * The database refused the batch: each message alone, so that one it can never store (or an
+   * outage) brings back only what failed, a second later.
+   */
+  const eachAlone = async (batch: Storable[]) => {
+    let failure: unknown;
+    await Promise.all(
+      batch.map((one) =>
+        write([one]).then(
+          () => one.msg.ack(),
+          (e) => {
+            failure = e;
+            one.msg.nak(1000);
+          },
+        ),
+      ),
+    );
+    // One line for what failed alone (an outage fails them all), not one per message.
+    if (failure) onError(failure);
+  };
+
+  return async (msgs: JsMsg[]) => {
+    const batch = await storable(msgs);
+    if (batch.length === 0) return;
+    try {
+      await write(batch);
+    } catch (err) {
+      if (batch.length === 1) throw err;
+      onError(err);
+      await eachAlone(batch);
+      return;
+    }
+    for (const { msg } of batch) msg.ack();
+  };
 }

@@ -2,6 +2,7 @@ import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
+  type Attempt,
   type AuthService,
   type CreateWebhookResponse,
   CreateWebhookResponseSchema,
@@ -11,9 +12,9 @@ import {
   WebhookFieldsSchema,
   type WebhookService,
 } from "@funil/contracts";
-import type { Sql } from "@funil/db";
+import { type FiltersOf, getById, type KeysetList, listPage, type Sql } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
-import { keyedCall, keysetPage, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
+import { keyedCall, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
 import {
   check,
   createWebhookBody,
@@ -69,6 +70,34 @@ function rememberCreated(box: SecretBox): Remember<CreateWebhookResponse> {
   };
 }
 
+type AttemptQuery = typeof listAttemptsQuery;
+
+/** The attempt log of one subscription (docs/api/webhooks.md): its cursors are bound to it. */
+function attemptList(
+  subscriptionId: string,
+  attempts: AttemptStore,
+): KeysetList<AttemptQuery, FiltersOf<AttemptQuery>, AttemptRecord, Attempt> {
+  return {
+    list: `attempts:${subscriptionId}`,
+    query: listAttemptsQuery,
+    defaultLimit: 100,
+    sortKey: (a) => a.at,
+    fetch: (_workspaceId, bound, take, after) =>
+      attempts.list(
+        subscriptionId,
+        {
+          succeeded: bound.status === undefined ? undefined : bound.status === "succeeded",
+          event: bound.event,
+          from: instant(bound.from),
+          to: instant(bound.to),
+        },
+        take,
+        after,
+      ),
+    toMessage: (a) => attemptWire.proto(a),
+  };
+}
+
 export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookService> {
   const { subscriptions, clock } = deps;
   const remembered = rememberCreated(deps.secrets);
@@ -112,10 +141,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       return { data: rows.map((s) => subscriptionWire.proto(s)) };
     },
 
-    async getWebhook(req) {
-      const { id } = check(idParam, { id: req.id }, "path");
-      return reply(await found(req.workspaceId, id));
-    },
+    getWebhook: getById("webhook subscription", subscriptions.get, reply),
 
     async createWebhook(req, ctx) {
       const plain = fieldsOf(req.fields);
@@ -192,29 +218,13 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
     },
 
     async listAttempts(req) {
-      const { cursor, limit, ...bound } = check(
+      const query = check(
         listAttemptsQuery,
         plainOf(ListAttemptsRequestSchema, req, ["workspaceId", "id"]),
         "query",
       );
       const sub = await found(req.workspaceId, id(req.id));
-      const filters = {
-        succeeded: bound.status === undefined ? undefined : bound.status === "succeeded",
-        event: bound.event,
-        from: instant(bound.from),
-        to: instant(bound.to),
-      };
-      const { rows, nextCursor } = await keysetPage<AttemptRecord>({
-        list: `attempts:${sub.id}`,
-        workspaceId: req.workspaceId,
-        filters: bound,
-        cursor,
-        limit,
-        defaultLimit: 100,
-        sortKey: (a) => a.at,
-        fetch: (take, after) => deps.attempts.list(sub.id, filters, take, after),
-      });
-      return { data: rows.map((a) => attemptWire.proto(a)), nextCursor };
+      return listPage(attemptList(sub.id, deps.attempts), req.workspaceId, query);
     },
 
     async recoverDeliveries(req) {

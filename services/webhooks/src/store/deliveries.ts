@@ -116,54 +116,8 @@ export function jobsOf(
   return jobs;
 }
 
-export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
-  /**
-   * Every still-pending delivery of a subscription ends dead (breaker, scope
-   * revoked). It reads the subscription's deliveries through deliveries_recent:
-   * no index on status, so that every read of an attempt finds its rows by primary key
-   * (migrations/00002_claim_plan.sql).
-   */
-  const killPending = (tx: TransactionSql, subscriptionId: string, reason: string) => tx`
-    update deliveries set status = 'dead', last_error = coalesce(last_error, ${reason}),
-      next_attempt_at = null
-    where subscription_id = ${subscriptionId} and status = 'pending'`;
-
-  const deactivate = (tx: TransactionSql, subscriptionId: string, reason: string, now: Date) => tx`
-    update subscriptions set active = false, disabled_reason = ${reason}, updated_at = ${now}
-    where id = ${subscriptionId}`;
-
-  /**
-   * Successful attempts, in one statement (atomic as a whole): each
-   * delivery delivered, and its subscription's breaker clock cleared.
-   */
-  async function recordDelivered(
-    done: Array<{ delivery: DueDelivery; status: number; at: Date; attempt: AttemptLog }>,
-  ): Promise<void> {
-    if (done.length === 0) return;
-    const now = new Date(Math.max(...done.map((d) => d.at.getTime())));
-    const log = done.map((d) => d.attempt);
-    await sql`
-      with healthy as (
-        update subscriptions set failing_since = null, updated_at = ${now}
-        where id = any(${[...new Set(done.map((d) => d.delivery.subscriptionId))]}::text[])
-          and failing_since is not null),
-      logged as (
-        insert into attempts (id, delivery_id, subscription_id, workspace_id, event, at, succeeded,
-          response_status, duration_ms, response_body)
-        select a.id, a.delivery_id, a.subscription_id, a.workspace_id, a.event, a.at, true, a.status, a.ms, a.body
-        from unnest(${log.map((l) => newId("att", l.at.getTime()))}::text[], ${done.map((d) => d.delivery.id)}::text[],
-          ${done.map((d) => d.delivery.subscriptionId)}::text[], ${done.map((d) => d.delivery.workspaceId)}::text[],
-          ${done.map((d) => d.delivery.event)}::text[], ${log.map((l) => l.at.toISOString())}::timestamptz[],
-          ${done.map((d) => d.status)}::int[], ${log.map((l) => l.durationMs)}::int[],
-          ${log.map((l) => l.body ?? null)}::text[])
-          as a(id, delivery_id, subscription_id, workspace_id, event, at, status, ms, body))
-      update deliveries set status = 'delivered', attempts = a.attempts, response_status = a.status,
-        last_error = null, last_attempt_at = a.at, next_attempt_at = null
-      from unnest(${done.map((d) => d.delivery.id)}::text[], ${done.map((d) => d.delivery.attempts + 1)}::int[],
-        ${done.map((d) => d.status)}::int[], ${done.map((d) => d.at.toISOString())}::timestamptz[]) as a(id, attempts, status, at)
-      where deliveries.id = a.id`;
-  }
-
+/** Deliveries made from events, and swept once they are over. */
+function fanOutAndSweep(sql: Sql, subject: (subscriptionId: string) => string) {
   return {
     /**
      * One delivery per active subscription of the workspace to the event's
@@ -247,7 +201,12 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         return rows.count;
       }, batch);
     },
+  };
+}
 
+/** A subscription's recent deliveries, and the deliveries of held jobs as their attempts start. */
+function deliveryReads(sql: Sql) {
+  return {
     /** The 50 most recent deliveries of a subscription (docs/api/webhooks.md §GET /webhooks/{id}/deliveries; docs/api/conventions.md §Limits). */
     async recent(subscriptionId: string): Promise<DeliveryRecord[]> {
       return sql<DeliveryRecord[]>`
@@ -282,7 +241,12 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
         return row; // a DueDelivery, with its status and due time besides (not copied: one less object per attempt)
       });
     },
+  };
+}
 
+/** The leases that keep a job to one holder while its deliveries are attempted. */
+function jobLeases(sql: Sql) {
+  return {
     /**
      * Takes the leases of jobs for `holder` until `until`: a job is granted
      * when no one holds it or its lease ran out. Answers job by job whether
@@ -315,7 +279,59 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
       if (jobIds.length === 0) return;
       await sql`delete from job_leases where job_id = any(${jobIds}::text[]) and holder = ${holder}`;
     },
+  };
+}
 
+/** What an attempt ends in: delivered, retried, dead, or its subscription deactivated. */
+function attemptOutcomes(sql: Sql) {
+  /**
+   * Every still-pending delivery of a subscription ends dead (breaker, scope
+   * revoked). It reads the subscription's deliveries through deliveries_recent:
+   * no index on status, so that every read of an attempt finds its rows by primary key
+   * (migrations/00002_claim_plan.sql).
+   */
+  const killPending = (tx: TransactionSql, subscriptionId: string, reason: string) => tx`
+    update deliveries set status = 'dead', last_error = coalesce(last_error, ${reason}),
+      next_attempt_at = null
+    where subscription_id = ${subscriptionId} and status = 'pending'`;
+
+  const deactivate = (tx: TransactionSql, subscriptionId: string, reason: string, now: Date) => tx`
+    update subscriptions set active = false, disabled_reason = ${reason}, updated_at = ${now}
+    where id = ${subscriptionId}`;
+
+  /**
+   * Successful attempts, in one statement (atomic as a whole): each
+   * delivery delivered, and its subscription's breaker clock cleared.
+   */
+  async function recordDelivered(
+    done: Array<{ delivery: DueDelivery; status: number; at: Date; attempt: AttemptLog }>,
+  ): Promise<void> {
+    if (done.length === 0) return;
+    const now = new Date(Math.max(...done.map((d) => d.at.getTime())));
+    const log = done.map((d) => d.attempt);
+    await sql`
+      with healthy as (
+        update subscriptions set failing_since = null, updated_at = ${now}
+        where id = any(${[...new Set(done.map((d) => d.delivery.subscriptionId))]}::text[])
+          and failing_since is not null),
+      logged as (
+        insert into attempts (id, delivery_id, subscription_id, workspace_id, event, at, succeeded,
+          response_status, duration_ms, response_body)
+        select a.id, a.delivery_id, a.subscription_id, a.workspace_id, a.event, a.at, true, a.status, a.ms, a.body
+        from unnest(${log.map((l) => newId("att", l.at.getTime()))}::text[], ${done.map((d) => d.delivery.id)}::text[],
+          ${done.map((d) => d.delivery.subscriptionId)}::text[], ${done.map((d) => d.delivery.workspaceId)}::text[],
+          ${done.map((d) => d.delivery.event)}::text[], ${log.map((l) => l.at.toISOString())}::timestamptz[],
+          ${done.map((d) => d.status)}::int[], ${log.map((l) => l.durationMs)}::int[],
+          ${log.map((l) => l.body ?? null)}::text[])
+          as a(id, delivery_id, subscription_id, workspace_id, event, at, status, ms, body))
+      update deliveries set status = 'delivered', attempts = a.attempts, response_status = a.status,
+        last_error = null, last_attempt_at = a.at, next_attempt_at = null
+      from unnest(${done.map((d) => d.delivery.id)}::text[], ${done.map((d) => d.delivery.attempts + 1)}::int[],
+        ${done.map((d) => d.status)}::int[], ${done.map((d) => d.at.toISOString())}::timestamptz[]) as a(id, attempts, status, at)
+      where deliveries.id = a.id`;
+  }
+
+  return {
     /**
      * The outcome of attempt `attempts`, in one transaction with its
      * subscription: success clears the breaker's clock; a failure starts it
@@ -393,4 +409,14 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
     },
   };
 }
+
+export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
+  return {
+    ...fanOutAndSweep(sql, subject),
+    ...deliveryReads(sql),
+    ...jobLeases(sql),
+    ...attemptOutcomes(sql),
+  };
+}
+
 export type DeliveryStore = ReturnType<typeof deliveryStore>;

@@ -12,6 +12,7 @@ import {
 import { errorResponses } from "../../schemas/common.js";
 import { contact, contactDetail, page } from "../../schemas/responses.js";
 import { touchesJson } from "../../touches.js";
+import type { RouteApp } from "../app.js";
 
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };
@@ -24,130 +25,136 @@ const json = (res: { contact?: Contact }) => toApiJson(ContactSchema, res.contac
 export const contactRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
   async (app) => {
-    app.get(
-      "/contacts",
-      {
-        config: read,
-        schema: {
-          operationId: "listContacts",
-          tags: ["contacts"],
-          summary: "List contacts",
-          querystring: listContactsQuery,
-          response: { 200: page(contact), ...errors },
-        },
-      },
-      async (req) => {
-        const res = await ctx.crm.contacts.listContacts({
-          workspaceId: req.caller.workspaceId,
-          ...req.query,
-        });
-        return { data: res.data.map((c) => toApiJson(ContactSchema, c)), nextCursor: res.nextCursor ?? null };
-      },
-    );
+    contactReads(app, ctx);
+    contactWrites(app, ctx);
+  };
 
-    app.get(
-      "/contacts/:id",
-      {
-        config: read,
-        schema: {
-          operationId: "getContact",
-          tags: ["contacts"],
-          summary: "Read one contact, with its first and last human touch",
-          params: idParam,
-          response: { 200: contactDetail, ...errors },
-        },
+/** GET /contacts and GET /contacts/{id}. */
+function contactReads(app: RouteApp, ctx: GatewayContext) {
+  app.get(
+    "/contacts",
+    {
+      config: read,
+      schema: {
+        operationId: "listContacts",
+        tags: ["contacts"],
+        summary: "List contacts",
+        querystring: listContactsQuery,
+        response: { 200: page(contact), ...errors },
       },
-      async (req) => {
-        const input = { workspaceId: req.caller.workspaceId };
-        // Both services at once; if the timeline is away the read is a 503, never invented nulls.
-        const [res, summary] = await Promise.all([
-          ctx.crm.contacts.getContact({ ...input, id: req.params.id }),
-          ctx.timeline.summaries.getContactSummary({ ...input, contactId: req.params.id }),
-        ]);
-        // Added to the contact's own fresh object: spreading both into a third cost more than the lookup.
-        return Object.assign(json(res), touchesJson(summary.touches));
-      },
-    );
+    },
+    async (req) => {
+      const res = await ctx.crm.contacts.listContacts({
+        workspaceId: req.caller.workspaceId,
+        ...req.query,
+      });
+      return { data: res.data.map((c) => toApiJson(ContactSchema, c)), nextCursor: res.nextCursor ?? null };
+    },
+  );
 
-    app.post(
-      "/contacts",
-      {
-        config: write,
-        schema: {
-          operationId: "upsertContact",
-          tags: ["contacts"],
-          summary: "Create or update a contact (upsert by phone, then e-mail)",
-          description: IDEMPOTENCY_NOTE,
-          headers: idempotencyHeaders,
-          body: upsertContactBody,
-          response: { 200: contact, 201: contact, ...writeErrors },
-        },
+  app.get(
+    "/contacts/:id",
+    {
+      config: read,
+      schema: {
+        operationId: "getContact",
+        tags: ["contacts"],
+        summary: "Read one contact, with its first and last human touch",
+        params: idParam,
+        response: { 200: contactDetail, ...errors },
       },
-      async (req, reply) => {
-        const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
-          ctx.crm.contacts.upsertContact(
-            {
-              workspaceId: req.caller.workspaceId,
-              fields: messageOf(ContactFieldsSchema, req.body),
-              idempotencyKey,
-            },
-            options,
-          ),
-        );
-        return reply.code(res.created ? 201 : 200).send(json(res));
-      },
-    );
+    },
+    async (req) => {
+      const input = { workspaceId: req.caller.workspaceId };
+      // Both services at once; if the timeline is away the read is a 503, never invented nulls.
+      const [res, summary] = await Promise.all([
+        ctx.crm.contacts.getContact({ ...input, id: req.params.id }),
+        ctx.timeline.summaries.getContactSummary({ ...input, contactId: req.params.id }),
+      ]);
+      // Added to the contact's own fresh object: spreading both into a third cost more than the lookup.
+      return Object.assign(json(res), touchesJson(summary.touches));
+    },
+  );
+}
 
-    app.patch(
-      "/contacts/:id",
-      {
-        config: write,
-        schema: {
-          operationId: "updateContact",
-          tags: ["contacts"],
-          summary: "Partial update: absent = untouched, null = cleared",
-          params: idParam,
-          body: patchContactBody,
-          response: { 200: contact, ...writeErrors },
-        },
+/** POST /contacts (upsert) and PATCH /contacts/{id}; archive and unarchive under an Idempotency-Key. */
+function contactWrites(app: RouteApp, ctx: GatewayContext) {
+  app.post(
+    "/contacts",
+    {
+      config: write,
+      schema: {
+        operationId: "upsertContact",
+        tags: ["contacts"],
+        summary: "Create or update a contact (upsert by phone, then e-mail)",
+        description: IDEMPOTENCY_NOTE,
+        headers: idempotencyHeaders,
+        body: upsertContactBody,
+        response: { 200: contact, 201: contact, ...writeErrors },
       },
-      async (req) =>
-        json(
-          await ctx.crm.contacts.updateContact({
+    },
+    async (req, reply) => {
+      const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+        ctx.crm.contacts.upsertContact(
+          {
             workspaceId: req.caller.workspaceId,
-            id: req.params.id,
             fields: messageOf(ContactFieldsSchema, req.body),
+            idempotencyKey,
+          },
+          options,
+        ),
+      );
+      return reply.code(res.created ? 201 : 200).send(json(res));
+    },
+  );
+
+  app.patch(
+    "/contacts/:id",
+    {
+      config: write,
+      schema: {
+        operationId: "updateContact",
+        tags: ["contacts"],
+        summary: "Partial update: absent = untouched, null = cleared",
+        params: idParam,
+        body: patchContactBody,
+        response: { 200: contact, ...writeErrors },
+      },
+    },
+    async (req) =>
+      json(
+        await ctx.crm.contacts.updateContact({
+          workspaceId: req.caller.workspaceId,
+          id: req.params.id,
+          fields: messageOf(ContactFieldsSchema, req.body),
+        }),
+      ),
+  );
+
+  for (const action of ["archive", "unarchive"] as const) {
+    app.post(
+      `/contacts/:id/${action}`,
+      {
+        config: write,
+        schema: {
+          tags: ["contacts"],
+          summary:
+            action === "archive" ? "Archive a contact (soft, reversible)" : "Bring an archived contact back",
+          description: IDEMPOTENCY_NOTE,
+          params: idParam,
+          headers: idempotencyHeaders,
+          response: { 200: contact, ...errors, ...idempotencyErrors },
+        },
+      },
+      async (req, reply) =>
+        json(
+          await withIdempotencyKey<{ contact?: Contact }>(req, reply, (idempotencyKey, options) => {
+            const input = { workspaceId: req.caller.workspaceId, id: req.params.id, idempotencyKey };
+            return action === "archive"
+              ? ctx.crm.contacts.archiveContact(input, options)
+              : ctx.crm.contacts.unarchiveContact(input, options);
           }),
         ),
     );
-
-    for (const action of ["archive", "unarchive"] as const) {
-      app.post(
-        `/contacts/:id/${action}`,
-        {
-          config: write,
-          schema: {
-            operationId: `${action}Contact`,
-            tags: ["contacts"],
-            summary:
-              action === "archive"
-                ? "Archive a contact (soft, reversible)"
-                : "Bring an archived contact back",
-            description: IDEMPOTENCY_NOTE,
-            params: idParam,
-            headers: idempotencyHeaders,
-            response: { 200: contact, ...errors, ...idempotencyErrors },
-          },
-        },
-        async (req, reply) =>
-          json(
-            await withIdempotencyKey<{ contact?: Contact }>(req, reply, (idempotencyKey, options) => {
-              const input = { workspaceId: req.caller.workspaceId, id: req.params.id, idempotencyKey };
-              return action === "archive"
-                ? ctx.crm.contacts.archiveContact(input, options)
-                : ctx.crm.contacts.unarchiveContact(input, options);
-            }),
-          ),
-      );
-    }
-  };
+  }
+}
