@@ -137,6 +137,7 @@ function contactWrites(app: RouteApp, ctx: GatewayContext) {
       {
         config: write,
         schema: {
+          operationId: `${action}Contact`,
           tags: ["contacts"],
           summary:
             action === "archive" ? "Archive a contact (soft, reversible)" : "Bring an archived contact back",
