@@ -36,5 +36,7 @@ export const webhooksConfig = baseEnv.extend({
    * back this far (docs/operations.md §Retention). A pending delivery is never swept.
    */
   WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+  /** How long the event log keeps an event: how far back GET /events reaches (docs/operations.md §Retention). */
+  EVENT_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
 });
 export type WebhooksConfig = z.output<typeof webhooksConfig>;
