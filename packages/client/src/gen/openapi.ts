@@ -574,6 +574,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Catch up on the workspace's events, in the order they were emitted, after the last one processed
+         * @description Each item is the body a webhook delivery of its type carries. after is the id of the last event processed (404 when the log does not hold it: unknown, another workspace's, or older than EVENT_LOG_RETENTION_DAYS); type is one event type or a comma-separated list. Only the event types of the key's read scopes are listed; asking for another type is 403 missing_scope.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/platform/users": {
         parameters: {
             query?: never;
@@ -1555,6 +1575,97 @@ export interface components {
                 read: boolean;
                 lastDate: string;
             }[];
+        };
+        Event: {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "contact.created";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Contact"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "contact.updated";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Contact"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "opportunity.created";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Opportunity"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "opportunity.stage_changed";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Opportunity"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "opportunity.won";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Opportunity"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "opportunity.lost";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Opportunity"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "meeting.booked";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Appointment"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "meeting.rescheduled";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Appointment"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "meeting.canceled";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Appointment"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "meeting.outcome";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["Appointment"];
         };
         Error: {
             error: {
@@ -8355,6 +8466,151 @@ export interface operations {
             };
         };
     };
+    listEvents: {
+        parameters: {
+            query?: {
+                after?: string;
+                type?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Event"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description validation_failed: a bad value, a NUL character, JSON nested too deep, an HTTP/1.1 request without Host. A malformed header (the connection then closes) or a path that does not decode is refused before the key is read: x-request-id, but no x-ratelimit-* */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description expectation_failed: an Expect header other than 100-continue */
+            417: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: over the key's rate limit */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large: request line and headers over 16 KB; refused before the key is read: x-request-id but no x-ratelimit-* (the connection then closes) */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal: a bug, never an outage; it does not show its cause */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: a backing service is down; retry */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listPlatformUsers: {
         parameters: {
             query?: {
@@ -10592,6 +10848,7 @@ export const OPERATION_ROUTES = {
     resendWebhookDelivery: ["post", "/api/v1/webhooks/{id}/deliveries/{deliveryId}/resend", false],
     recoverWebhook: ["post", "/api/v1/webhooks/{id}/recover", false],
     listWebhookAttempts: ["get", "/api/v1/webhooks/{id}/attempts", false],
+    listEvents: ["get", "/api/v1/events", false],
     listPlatformUsers: ["get", "/api/v1/platform/users", false],
     getPlatformUser: ["get", "/api/v1/platform/users/{id}", false],
 } as const;
