@@ -12,15 +12,15 @@ import type { CalendarStore } from "../store/calendars.js";
 import { calendarToProto, slotToProto } from "./wire.js";
 
 const PAGE_FIELDS = ["limit", "afterStartAt", "afterIndex"];
+type FreeSlot = Slot & { assigneeUserId: string };
 
 /**
  * The page of the free slots a request asks for, as the gateway pages a list it reads whole
  * (services/gateway/src/routes/v1/whole-list.ts): after the slot starting at afterStartAt or, when none
  * starts there any more, at the index afterIndex it had (where the slot after it moved); `limit` slots
- * (0: all). Only the page's slots become
- * messages, and the first page stops the sweep one slot past its end: a month of slots is thousands.
+ * (0: all). Only the page's slots become messages, and the first page stops the sweep one slot past its
+ * end: a month of slots is thousands.
  */
-type FreeSlot = Slot & { assigneeUserId: string };
 function slotPage(
   req: { limit: number; afterStartAt?: string; afterIndex?: number },
   slotsUpTo: (max?: number) => FreeSlot[],
