@@ -4,7 +4,8 @@
 // written plainly in one process) by bench/compare.mjs, with CPU µs per request per process and RSS from /proc.
 //   npm run bench:learning                  10 000 learners, 500 courses, 500 000 progress messages
 //   BENCH_FULL=1 npm run bench:learning     100 000 learners, 2 000 courses, 10 000 000 messages (the issue's size)
-// BENCH_LEARNERS, BENCH_COURSES, BENCH_PROGRESS, BENCH_ONLY (a pattern of the routes to run) and compare.mjs' BENCH_QUICK, BENCH_RUNS, BENCH_SECONDS,
+// BENCH_LEARNERS, BENCH_COURSES, BENCH_PROGRESS, BENCH_ONLY (a pattern of the routes to run), BENCH_ENV (default
+// benchlearn) and compare.mjs' BENCH_QUICK, BENCH_RUNS, BENCH_SECONDS,
 // BENCH_CONNECTIONS, BENCH_OPEN_LOOP change the run. Results are
 // appended to bench/RESULTS-learning.md.
 import { spawn } from "node:child_process";
@@ -23,7 +24,7 @@ const LEARNERS = Number(process.env.BENCH_LEARNERS ?? (FULL ? 100_000 : 10_000))
 const COURSES = Number(process.env.BENCH_COURSES ?? (FULL ? 2_000 : 500));
 const PROGRESS = Number(process.env.BENCH_PROGRESS ?? (FULL ? 10_000_000 : 500_000));
 const LESSONS_PER_COURSE = 10;
-const ENV = "benchlearn";
+const ENV = process.env.BENCH_ENV ?? "benchlearn";
 /** BENCH_PROFILE=<dir>: gateway and learning run under node --cpu-prof, writing there (bench/profile.mjs reads it). */
 const PROFILE = process.env.BENCH_PROFILE;
 const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";

@@ -1,33 +1,46 @@
 // The bare baseline of the scheduling bench (docs/benchmarks.md): what the hardware gives for the same answers without
 // the architecture (no gateway, no Connect hop, no crm RPC, no Redis). A minimal Fastify app that checks the
-// bearer key's SHA-256 against an in-memory map and runs the scheduling service's own stores (the same SQL,
-// driver and options) on the scheduling database:
-//   GET  /api/v1/calendars/:id/slots  the same reads of busy time and day counts, the service's compiled pure
-//                                     slot function, the same JSON slot list;
-//   POST /api/v1/appointments         the same booking transaction (the meeting, its outbox event and the
-//                                     day's count), the contact's name read from crm's table directly.
+// bearer key's SHA-256 against an in-memory map:
+//   GET  /api/v1/calendars/:id/slots  written as a developer would write it in one process: the calendar, the
+//                                     assignees' meetings, the calendar's meetings per assignee and day and its
+//                                     day counts read by plain statements (one pool of postgres.js' default
+//                                     size, no column transform, columns mapped by hand), the service's pure
+//                                     slot function (the rule itself: a developer writes its equal), the page
+//                                     of 500 and its signed cursor as every whole list pages, the JSON by hand;
+//   POST /api/v1/appointments         the service's own booking transaction (the meeting, its outbox event and
+//                                     the day's count: the same writes in the same order, which a comparison of
+//                                     bookings needs), the contact's name read from crm's table directly.
 // scheduling.mjs checks that the bodies equal the gateway's before it measures. Started as its own process,
 // so /proc shows its CPU:
 //   BARE_DB=postgres://…/funil_x_scheduling BARE_CRM_DB=postgres://…/funil_x_crm \
-//   BARE_GATEWAY_DB=postgres://…/funil_x_gateway node bench/scheduling-bare.mjs
+//   BARE_GATEWAY_DB=postgres://…/funil_x_gateway CURSOR_KEYS=… node bench/scheduling-bare.mjs
 // It prints its port on stdout once it listens. Its key map is loaded at start: keys made later are unknown.
 import { createHash } from "node:crypto";
 import { writeEvent } from "@funil/db";
+import { decodeCursor, encodeCursor, useCursorKeys } from "@funil/rpc";
 import Fastify from "fastify";
 import postgres from "postgres";
-import { localDayOf } from "../services/scheduling/dist/local-time.js";
 import { appointmentWire } from "../services/scheduling/dist/rpc/wire.js";
-import { freeSlots, placeOnGrid, slotRange } from "../services/scheduling/dist/slots.js";
+import { freeSlots, placeOnGrid } from "../services/scheduling/dist/slots.js";
 import { appointmentStore } from "../services/scheduling/dist/store/appointments.js";
 import { calendarStore } from "../services/scheduling/dist/store/calendars.js";
 
-// The services' pool size and options (DATABASE_POOL_MAX, default 3, as packages/config reads it).
+// The stack's cursor keys (the bench passes them to both), so a cursor either side issues is the same.
+useCursorKeys(process.env.CURSOR_KEYS?.split(","), () => {});
+
+const sql = postgres(process.env.BARE_DB, {
+  max: 10,
+  onnotice: () => {},
+  connection: { application_name: "bench_bare" },
+});
+// The booking runs the service's own store, which reads its rows camel-cased: a pool of its own, with the
+// services' size and options (DATABASE_POOL_MAX, default 3, as packages/config reads it).
 const options = {
   max: Number(process.env.DATABASE_POOL_MAX || 3),
   transform: postgres.camel,
   onnotice: () => {},
 };
-const sql = postgres(process.env.BARE_DB, { ...options, connection: { application_name: "bench_bare" } });
+const booking = postgres(process.env.BARE_DB, { ...options, connection: { application_name: "bench_bare" } });
 const crm = postgres(process.env.BARE_CRM_DB, { ...options, connection: { application_name: "bench_bare" } });
 const gateway = postgres(process.env.BARE_GATEWAY_DB, { max: 1, onnotice: () => {} });
 
@@ -38,8 +51,8 @@ await gateway.end();
 
 // The service's subjects (packages/config: `${FUNIL_ENV}.events.<type>`): its relay publishes these rows too.
 const subject = (type) => `${process.env.BARE_FUNIL_ENV}.events.${type}`;
-const calendars = calendarStore(sql);
-const appointments = appointmentStore(sql, (tx, type, meeting) =>
+const calendars = calendarStore(booking);
+const appointments = appointmentStore(booking, (tx, type, meeting) =>
   writeEvent(tx, subject, {
     type,
     workspaceId: meeting.workspaceId,
@@ -59,22 +72,81 @@ app.addHook("onRequest", async (req, reply) => {
   req.workspaceId = workspaceId;
 });
 
-app.get("/api/v1/calendars/:id/slots", async (req, reply) => {
-  const calendar = await calendars.get(req.workspaceId, req.params.id);
-  if (!calendar) return problem(reply, 404, "not_found", "calendar not found");
-  const { from, to } = req.query;
-  const range = slotRange(from ? new Date(from) : undefined, to ? new Date(to) : undefined, new Date());
-  const occupancy = await appointments.occupancy(req.workspaceId, calendar, range, {
-    first: localDayOf(range.from, calendar.timezone),
-    last: localDayOf(range.to, calendar.timezone),
-  });
+const DAY = 86_400_000;
+/** The calendar's local day of an instant, "YYYY-MM-DD". */
+const dayIn = (at, timezone) => new Intl.DateTimeFormat("en-CA", { timeZone: timezone }).format(at);
+
+/** What the slot rule needs: the assignees' meetings, and the calendar's per day and per assignee and day. */
+async function occupancy(workspaceId, calendar, from, to) {
+  const first = dayIn(from, calendar.timezone);
+  const last = dayIn(to, calendar.timezone);
+  const [meetings, perAssignee, perDay] = await Promise.all([
+    sql`select assignee_user_id, start_at, end_at from appointments
+        where workspace_id = ${workspaceId} and status = 'scheduled'
+          and assignee_user_id = any(${calendar.assigneeUserIds})
+          and start_at >= ${new Date(from.getTime() - 2 * DAY)} and start_at < ${to} and end_at > ${from}`,
+    sql`select assignee_user_id, local_day::text as day, count(*)::int as count from appointments
+        where workspace_id = ${workspaceId} and calendar_id = ${calendar.id} and status = 'scheduled'
+          and local_day between ${first} and ${last}
+        group by assignee_user_id, local_day`,
+    sql`select local_day::text as day, count from day_counts
+        where calendar_id = ${calendar.id} and local_day between ${first} and ${last}`,
+  ]);
+  const busy = new Map();
+  for (const m of meetings) {
+    if (!busy.has(m.assignee_user_id)) busy.set(m.assignee_user_id, { starts: [], ends: [] });
+    const b = busy.get(m.assignee_user_id);
+    b.starts.push(m.start_at.getTime());
+    b.ends.push(m.end_at.getTime());
+  }
   return {
-    data: freeSlots(calendar, range, occupancy).map((s) => ({
+    busy,
+    perDay: new Map(perDay.map((r) => [r.day, r.count])),
+    perAssigneeDay: new Map(perAssignee.map((r) => [`${r.assignee_user_id} ${r.day}`, r.count])),
+  };
+}
+
+// Only the query the benchmark sends (from, to, limit, cursor), taken as given.
+app.get("/api/v1/calendars/:id/slots", async (req, reply) => {
+  const [c] = await sql`
+    select id, duration_min, daily_cap, timezone, slot_interval_min, assignee_user_ids, availability
+    from calendars where workspace_id = ${req.workspaceId} and id = ${req.params.id}`;
+  if (!c) return problem(reply, 404, "not_found", "calendar not found");
+  const calendar = {
+    id: c.id,
+    durationMin: c.duration_min,
+    dailyCap: c.daily_cap,
+    timezone: c.timezone,
+    slotIntervalMin: c.slot_interval_min,
+    assigneeUserIds: c.assignee_user_ids,
+    availability: c.availability,
+  };
+  const { from: asked, to: until, limit: asLimit, cursor } = req.query;
+  const now = new Date();
+  const from = asked && new Date(asked) > now ? new Date(asked) : now;
+  const to = until ? new Date(until) : new Date(from.getTime() + 7 * DAY);
+  const slots = freeSlots(calendar, { from, to }, await occupancy(req.workspaceId, calendar, from, to));
+  // A page of the whole list (services/gateway/src/routes/v1/whole-list.ts): after the cursor's slot.
+  const bound = { id: c.id, from: asked, to: until, workspaceId: req.workspaceId };
+  const limit = Number(asLimit ?? 500);
+  let start = 0;
+  if (cursor) {
+    const [index, key] = decodeCursor(cursor, "slots", bound, ["number", "string"]);
+    const at = slots.findIndex((s) => s.startAt.toISOString() === key);
+    start = at >= 0 ? at + 1 : index;
+  }
+  const page = slots.slice(start, start + limit);
+  const last = page.at(-1);
+  return {
+    data: page.map((s) => ({
       startAt: s.startAt.toISOString(),
       endAt: s.endAt.toISOString(),
       assigneeUserId: s.assigneeUserId,
     })),
-    nextCursor: null,
+    nextCursor:
+      last && start + page.length < slots.length
+        ? encodeCursor("slots", bound, [start + page.length - 1, last.startAt.toISOString()])
+        : null,
   };
 });
 
@@ -120,6 +192,6 @@ console.log(new URL(address).port);
 process.once("SIGTERM", () =>
   app
     .close()
-    .then(() => Promise.all([sql.end(), crm.end()]))
+    .then(() => Promise.all([sql.end(), booking.end(), crm.end()]))
     .then(() => process.exit(0)),
 );

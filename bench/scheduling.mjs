@@ -1,15 +1,19 @@
 // Scheduling bench (docs/benchmarks.md): slots for 31 days on a calendar of 10 assignees with 10 000 booked meetings,
 // booking throughput on distinct free times at 16 connections, and a storm of 100 concurrent requests on one
-// time. Baseline in the same run: bench/scheduling-bare.mjs, a bare Fastify app with the same key check,
-// driver, SQL and JSON (the service's own stores and compiled slot function), no gateway, Connect, crm RPC or
-// Redis. Each scenario runs BENCH_RUNS times through both, alternating; the table gives the median of each
-// figure and the ratio gateway / bare. CPU µs per request per process come from /proc (bench/procstat.mjs;
-// PostgreSQL: the backends of the scheduling and crm databases), RSS is the peak during the row.
-// Results are appended to bench/RESULTS-scheduling.md. BENCH_SECONDS, BENCH_RUNS, BENCH_MEETINGS,
-// BENCH_ENV change the run.
+// time. Baseline in the same run: bench/scheduling-bare.mjs, a bare Fastify app with the same key check: the
+// slots as a developer would write them in one process (plain statements, columns mapped by hand, the
+// service's pure slot function), the booking through the service's own transaction; no gateway, Connect,
+// crm RPC or Redis. The slots follow bench/compare.mjs' protocol (8 and 32 connections, the open loop; a row
+// of `npm run bench`'s summary); the booking runs BENCH_RUNS times through both, alternating, the table
+// giving the median of each figure and the ratio gateway / bare. CPU µs per request per process come from
+// /proc (bench/procstat.mjs; PostgreSQL: the backends of the scheduling and crm databases), RSS is the peak
+// during the row. Results are appended to bench/RESULTS-scheduling.md. compare.mjs' BENCH_QUICK,
+// BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_OPEN_LOOP, and BENCH_MEETINGS, BENCH_ENV change the run.
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { appendFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -17,17 +21,19 @@ import autocannon from "autocannon";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
+import { checkEqual, compare, compareTable, protocol } from "./compare.mjs";
 import { watch } from "./procstat.mjs";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const { seconds: SECONDS, runs: RUNS } = protocol;
 const MEETINGS = Number(process.env.BENCH_MEETINGS ?? 10_000);
 const ENV = process.env.BENCH_ENV ?? "benchsched";
 const DAY = 86_400_000;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const log = (m) => process.stderr.write(`[bench:scheduling] ${m}\n`);
 
-const env = { ...process.env, FUNIL_ENV: ENV, LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000" };
+// One cursor key for the stack and the bare route, so that both sign a next cursor alike.
+const CURSOR_KEYS = randomBytes(32).toString("base64url");
+const env = { ...process.env, FUNIL_ENV: ENV, LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000", CURSOR_KEYS };
 for (const name of Object.keys(env))
   if (/_(PORT|URL)$/.test(name) && !/^(DATABASE|REDIS|NATS)_URL$/.test(name)) delete env[name];
 delete env.PORT;
@@ -178,6 +184,7 @@ try {
       BARE_CRM_DB: dbUrl(`funil_${ENV}_crm`),
       BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
       BARE_FUNIL_ENV: ENV,
+      CURSOR_KEYS,
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -186,6 +193,7 @@ try {
 
   // PostgreSQL serves each client from its own backend: those of the scheduling and crm databases.
   const pg = postgres(SERVER, { max: 1, onnotice: () => {} });
+  const pgOf = { gateway: [], bare: [] };
   const backends = async () =>
     (
       await pg`select pid from pg_stat_activity
@@ -209,17 +217,9 @@ try {
   const to = new Date(day0 + 31 * DAY).toISOString();
   const slotsPath = `/api/v1/calendars/${cal.id}/slots?from=${from}&to=${to}`;
 
-  // The same answers first: the slot list equal, a booking equal but for its id and times of writing.
-  const get = async (url) => {
-    const res = await fetch(url, { headers: auth });
-    return { status: res.status, text: await res.text() };
-  };
-  const [viaGateway, viaBare] = await Promise.all([get(base + slotsPath), get(bareUrl + slotsPath)]);
-  if (viaGateway.status !== 200 || viaGateway.text !== viaBare.text)
-    throw new Error(
-      `slots: the bare baseline answers differently\n${viaGateway.text.slice(0, 300)}\n${viaBare.text.slice(0, 300)}`,
-    );
-  const slotCount = JSON.parse(viaGateway.text).data.length;
+  // The same answers first: the slots' first page equal, a booking equal but for its id and times of writing.
+  await checkEqual("slots", base, bareUrl, slotsPath, key);
+  const slotCount = (await (await fetch(base + slotsPath, { headers: auth })).json()).data.length;
   const bookingAt = (url, at) =>
     fetch(`${url}/api/v1/appointments`, {
       method: "POST",
@@ -269,24 +269,41 @@ try {
     };
   };
 
-  // Unmeasured warm-up of both paths (JIT, pools), on times of their own.
+  // The slots: the read routes' protocol (compare.mjs), its warm-up included.
+  const slotsRow = await compare({
+    service: "scheduling",
+    name: `GET /calendars/{id}/slots (31 days, 10 assignees, ${MEETINGS} meetings; first page, ${slotCount} slots)`,
+    path: slotsPath,
+    key,
+    sides: {
+      gateway: {
+        url: base,
+        groups: () => ({
+          gateway: () => [stack.pid("gateway")],
+          scheduling: () => [stack.pid("scheduling")],
+          postgres: () => pgOf.gateway,
+        }),
+      },
+      bare: { url: bareUrl, groups: () => ({ bare: () => [bare.pid], postgres: () => pgOf.bare }) },
+    },
+    prepare: async () => {
+      const apps = async (name) =>
+        (await pg`select pid from pg_stat_activity where split_part(application_name, ':', 1) = ${name}`).map(
+          (r) => r.pid,
+        );
+      [pgOf.gateway, pgOf.bare] = [await apps(`funil_${ENV}_scheduling`), await apps("bench_bare")];
+    },
+    log,
+  });
+
+  // Unmeasured warm-up of both booking paths (JIT, pools), on times of their own.
   for (const [url, day] of [
     [base, 250],
     [bareUrl, 270],
-  ]) {
-    await autocannon({ url: url + slotsPath, headers: auth, duration: 2, connections: 16 });
+  ])
     await autocannon({ url, duration: 2, connections: 16, ...bookings(day) });
-  }
 
-  const slotsTitle = `GET /calendars/{id}/slots, 31 days, 10 assignees, ${MEETINGS} meetings (${slotCount} slots)`;
   const scenarios = [
-    // One connection: the latency of one request; sixteen: what the machine serves.
-    {
-      title: `${slotsTitle}, 1 connection`,
-      opts: () => ({ headers: auth, connections: 1 }),
-      path: slotsPath,
-    },
-    { title: `${slotsTitle}, 16 connections`, opts: () => ({ headers: auth }), path: slotsPath },
     {
       title: "POST /appointments (distinct free times), 16 connections",
       // Each run and each path books days of its own (10 days apart: a run books well under 9 600).
@@ -337,6 +354,10 @@ try {
 
   const lines = [
     `\n## ${new Date().toISOString()} — median of ${RUNS} runs × ${SECONDS} s per path, fill of ${MEETINGS} meetings through the API at ${Math.round(fillRate)}/s`,
+    "",
+    `Slots: bench/compare.mjs' protocol against the plain bare route (scheduling-bare.mjs), ratio = gateway req/s ÷ bare req/s; ${os.availableParallelism()} cores, load average ${os.loadavg()[0].toFixed(1)} at the end. CPU is µs per request from /proc/<pid>/stat (postgres: each side's backends).`,
+    "",
+    ...compareTable([slotsRow]),
     "",
     "Gateway path: client → gateway → Connect → scheduling (→ crm, Redis) → PostgreSQL. Bare: bench/scheduling-bare.mjs, the same key check, SQL, driver and JSON in one Fastify process. Ratio = gateway / bare. CPU is µs per request from /proc/<pid>/stat (all threads); pg = the backends of the scheduling and crm databases.",
     "",

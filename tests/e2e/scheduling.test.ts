@@ -530,4 +530,46 @@ describe("slots (docs/api/meetings.md §GET /calendars/{id}/slots)", () => {
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe("missing_scope");
   });
+
+  it("docs/api/conventions.md §Lists and pagination: slots page by limit and cursor like the short lists, a booked slot between two pages skips nobody, a cursor of another range is invalid_cursor", async () => {
+    const cal = await calendar(ws, {
+      availability: [0, 1, 2, 3, 4, 5, 6].map((weekday) => ({ weekday, start: "09:00", end: "12:00" })),
+    });
+    const range = `from=${ahead(5, "00:00")}&to=${ahead(7, "00:00")}`;
+    const path = `/calendars/${cal.id}/slots?${range}`;
+    const whole = await ws.call("GET", path);
+    expect(whole.status).toBe(200);
+    expect(whole.body.data).toHaveLength(12);
+    expect(whole.body.nextCursor).toBeNull();
+    const starts = (page: { data: Array<{ startAt: string }> }) => page.data.map((s) => s.startAt);
+
+    const pages = [];
+    for (let cursor: string | null = ""; cursor !== null; ) {
+      const page = await ws.call("GET", `${path}&limit=5${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(page.status).toBe(200);
+      pages.push(page.body);
+      cursor = page.body.nextCursor;
+    }
+    expect(pages.map((p) => p.data.length)).toEqual([5, 5, 2]);
+    expect(pages.flatMap(starts)).toEqual(starts(whole.body));
+
+    // Every assignee booked at the first page's last time: that slot is gone, the next page starts after it.
+    const first = await ws.call("GET", `${path}&limit=5`);
+    const lastOfFirst = first.body.data[4].startAt;
+    const c = await contact(ws);
+    for (const assigneeUserId of cal.assigneeUserIds)
+      expect(
+        (await book(ws, { calendarId: cal.id, contactId: c.id, startAt: lastOfFirst, assigneeUserId }))
+          .status,
+      ).toBe(201);
+    const next = await ws.call("GET", `${path}&limit=5&cursor=${first.body.nextCursor}`);
+    expect(starts(next.body)).toEqual(starts(whole.body).slice(5, 10));
+
+    const other = await ws.call(
+      "GET",
+      `/calendars/${cal.id}/slots?from=${ahead(5, "00:00")}&to=${ahead(8, "00:00")}&cursor=${first.body.nextCursor}`,
+    );
+    expect(other.status).toBe(400);
+    expect(other.body.error.code).toBe("invalid_cursor");
+  });
 });

@@ -194,6 +194,52 @@ describe("booking (docs/api/meetings.md §POST /appointments)", () => {
   });
 });
 
+describe("slots paged by the service (docs/api/conventions.md §Lists and pagination)", () => {
+  it("docs/api/conventions.md §Lists and pagination: ListSlots gives limit slots after afterStartAt, or from afterIndex when no slot starts there any more; limit 0 is the whole list; a negative limit is invalid_argument", async () => {
+    const w = await workspace();
+    const range = { workspaceId: w.workspaceId, id: w.calendar.id, from: at("09:00"), to: at("12:00") };
+    const whole = await scheduling.calendars.listSlots(range);
+    expect(whole.data.map((s) => s.startAt.slice(11, 16))).toEqual([
+      "09:00",
+      "09:30",
+      "10:00",
+      "10:30",
+      "11:00",
+      "11:30",
+    ]);
+    expect(whole).toMatchObject({ start: 0, more: false });
+    const first = await scheduling.calendars.listSlots({ ...range, limit: 4 });
+    expect(first.data).toEqual(whole.data.slice(0, 4));
+    expect(first).toMatchObject({ start: 0, more: true });
+    const second = await scheduling.calendars.listSlots({
+      ...range,
+      limit: 4,
+      afterStartAt: at("10:30"),
+      afterIndex: 3,
+    });
+    expect(second.data).toEqual(whole.data.slice(4));
+    expect(second).toMatchObject({ start: 4, more: false });
+    // Both assignees booked at 10:30: that slot is gone, the page starts where it stood.
+    for (const assignee of [0, 1])
+      await scheduling.appointments.createAppointment({
+        workspaceId: w.workspaceId,
+        input: w.input("10:30", assignee),
+      });
+    const after = await scheduling.calendars.listSlots({
+      ...range,
+      limit: 4,
+      afterStartAt: at("10:30"),
+      afterIndex: 3,
+    });
+    expect(after.data.map((s) => s.startAt.slice(11, 16))).toEqual(["11:00", "11:30"]);
+    expect(after).toMatchObject({ start: 3, more: false });
+    expect(await caught(scheduling.calendars.listSlots({ ...range, limit: -1 }))).toMatchObject({
+      grpc: Code.InvalidArgument,
+      code: "validation_failed",
+    });
+  });
+});
+
 describe("booking under an Idempotency-Key (docs/api/conventions.md §Idempotency-Key)", () => {
   it("replay: the same key and body answer the first meeting, marked; another body is 422 idempotency_key_reused", async () => {
     const w = await workspace();

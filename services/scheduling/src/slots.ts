@@ -194,11 +194,13 @@ class BusySweep {
  * Free slots (docs/api/meetings.md §GET /calendars/{id}/slots): the grid's future times on days under the cap, each
  * with the assignee round-robin picks among those free then: the fewest
  * meetings of this calendar that day, ties by the order of assigneeUserIds.
+ * The first `max` of them only, when given: a page needs no more.
  */
 export function freeSlots(
   grid: Grid & { dailyCap: number; assigneeUserIds: string[] },
   range: { from: Date; to: Date },
   occupancy: Occupancy,
+  max = Number.POSITIVE_INFINITY,
 ): Array<Slot & { assigneeUserId: string }> {
   const assignees = grid.assigneeUserIds;
   const sweeps = assignees.map((a) => new BusySweep(occupancy.busy.get(a)));
@@ -219,7 +221,7 @@ export function freeSlots(
       if (sweeps[i]!.meets(t.start, t.end)) continue;
       if (pick < 0 || counts[i]! < counts[pick]!) pick = i;
     }
-    if (pick >= 0) out.push({ ...slotOf(t), assigneeUserId: assignees[pick]! });
+    if (pick >= 0 && out.push({ ...slotOf(t), assigneeUserId: assignees[pick]! }) >= max) break;
   }
   return out;
 }

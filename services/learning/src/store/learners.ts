@@ -2,8 +2,8 @@ import { pageLimit, type Sql } from "@funil/db";
 
 /**
  * Timestamps that are only formatted for the answer come out of PostgreSQL already as the API writes them
- * (docs/api/conventions.md: ISO 8601 in UTC with milliseconds): parsing each into a Date and formatting it
- * again was most of a list page's conversion work.
+ * (docs/api/conventions.md: ISO 8601 in UTC with milliseconds), by api_time (migrations/00002_api_time.sql):
+ * parsing each into a Date and formatting it again was most of a list page's conversion work.
  */
 export type IsoText = string;
 
@@ -65,10 +65,6 @@ type DetailRow = Omit<LearnerDetailRecord, "windowDays" | "access"> &
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-/** A timestamptz column as IsoText (to_char's MS truncates to the millisecond, as a Date does). */
-const iso = (sql: Sql, column: string) =>
-  sql.unsafe(`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
-
 /**
  * Learners: users with a known profile and at least one enrollment
  * (docs/api/learners.md §GET /platform/users). The partial indexes of the migration hold exactly them.
@@ -90,8 +86,8 @@ export function learnerStore(sql: Sql) {
     // The page is chosen first and formatted after: a search sorts every learner it matches, and
     // formatting in the same select formatted them all before the sort kept a page.
     return sql<LearnerRecord[]>`
-      select u.id, u.name, u.email, ${iso(sql, "u.created_at")} as created_at,
-        ${iso(sql, "u.last_login_at")} as last_login_at, ${iso(sql, "u.last_active_at")} as last_active_at,
+      select u.id, u.name, u.email, api_time(u.created_at) as created_at,
+        api_time(u.last_login_at) as last_login_at, api_time(u.last_active_at) as last_active_at,
         (select count(*)::int from enrollments e where e.user_id = u.id) as enrolled_courses,
         (select count(*)::int from enrollments e where e.user_id = u.id and e.completed_at is not null)
           as completed_courses,
@@ -115,34 +111,34 @@ export function learnerStore(sql: Sql) {
      */
     async get(id: string, windowDays: number, since: Date): Promise<LearnerDetailRecord | undefined> {
       const [row] = await sql<DetailRow[]>`
-        select u.id, u.name, u.email, ${iso(sql, "u.created_at")} as created_at,
-          ${iso(sql, "u.last_login_at")} as last_login_at, ${iso(sql, "u.last_active_at")} as last_active_at,
+        select u.id, u.name, u.email, api_time(u.created_at) as created_at,
+          api_time(u.last_login_at) as last_login_at, api_time(u.last_active_at) as last_active_at,
           (select count(*)::int from sessions s where s.user_id = u.id and s.at >= ${since}) as sessions_in_window,
           (select ip from sessions s where s.user_id = u.id order by s.at desc, s.session_key desc limit 1)
             as last_ip,
           coalesce((
             select json_strip_nulls(json_agg(json_build_object('courseId', e.course_id, 'courseTitle', c.title,
-                     'status', e.status, 'progressPct', e.progress_pct, 'startedAt', ${iso(sql, "e.started_at")},
-                     'completedAt', ${iso(sql, "e.completed_at")}) order by e.started_at nulls last, e.course_id))
+                     'status', e.status, 'progressPct', e.progress_pct, 'startedAt', api_time(e.started_at),
+                     'completedAt', api_time(e.completed_at)) order by e.started_at nulls last, e.course_id))
             from enrollments e left join courses c on c.id = e.course_id where e.user_id = u.id), '[]')
             as courses,
           coalesce((
             select json_strip_nulls(json_agg(json_build_object('lessonId', p.lesson_id, 'title', l.title,
                      'courseTitle', c.title, 'watchSec', p.watch_sec, 'watchPct', p.watch_pct,
-                     'completed', p.completed, 'lastDate', ${iso(sql, "p.at")}) order by p.at desc, p.lesson_id))
+                     'completed', p.completed, 'lastDate', api_time(p.at)) order by p.at desc, p.lesson_id))
             from lesson_progress p
               left join lessons l on l.id = p.lesson_id
               left join courses c on c.id = p.course_id
             where p.user_id = u.id and p.at >= ${since}), '[]') as lessons,
           coalesce((
             select json_strip_nulls(json_agg(json_build_object('code', k.code, 'courseId', k.course_id,
-                     'courseTitle', coalesce(k.course_title, c.title), 'issuedAt', ${iso(sql, "k.issued_at")})
+                     'courseTitle', coalesce(k.course_title, c.title), 'issuedAt', api_time(k.issued_at))
                      order by k.issued_at, k.code))
             from certificates k left join courses c on c.id = k.course_id where k.user_id = u.id), '[]')
             as certificates,
           coalesce((
             select json_strip_nulls(json_agg(json_build_object('docId', r.doc_id, 'title', d.title,
-                     'readSec', r.read_sec, 'read', r.read, 'lastDate', ${iso(sql, "r.at")})
+                     'readSec', r.read_sec, 'read', r.read, 'lastDate', api_time(r.at))
                      order by r.at desc, r.doc_id))
             from library_reads r left join library_docs d on d.id = r.doc_id
             where r.user_id = u.id and r.at >= ${since}), '[]') as library

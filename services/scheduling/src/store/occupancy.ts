@@ -4,15 +4,24 @@ import type { Occupancy } from "../slots.js";
 
 const DAY_MS = 86_400_000;
 
-type Busy = { assigneeUserId: string; starts: number[] | null; ends: number[] | null; days: number[] | null };
+/** One assignee's merged busy intervals, and its meetings of the calendar per day number (from the first day). */
+type Busy = {
+  assigneeUserId: string;
+  starts: number[] | null;
+  ends: number[] | null;
+  days: Record<string, number> | null;
+};
 type Range = { from: Date; to: Date };
 type Days = { first: LocalDay; last: LocalDay };
 
 /**
  * Every scheduled meeting of the assignees starting from two days before the range (none is longer:
  * appointments_within_two_days) to two days after it (the last local day's end): one index-only scan
- * (appointments_busy), one row per assignee. Its busy time in the range, and its meetings of this
- * calendar on the range's local days as day numbers from the first.
+ * (appointments_busy), one row per assignee. Its busy time in the range as merged intervals (range_agg
+ * joins meetings that touch: back-to-back meetings, a full day, are one interval, where a list of every
+ * meeting was thousands of numbers to send and parse), and its meetings of this calendar counted per
+ * local day of the range, by day number from the first. As JSON: JSON.parse reads it faster than the
+ * driver's array parser.
  */
 function busyOf(
   sql: Sql,
@@ -23,33 +32,34 @@ function busyOf(
 ) {
   const inRange = sql`end_at > ${range.from} and start_at < ${range.to}`;
   const ofCalendar = sql`calendar_id = ${calendar.id} and local_day between ${days.first} and ${days.last}`;
+  const epochMs = (bound: "lower" | "upper") => sql.unsafe(`round(date_part('epoch', ${bound}(r)) * 1000)`);
   return sql<Busy[]>`
     select assignee_user_id,
-      array_agg(round(date_part('epoch', start_at) * 1000)) filter (where ${inRange}) as starts,
-      array_agg(round(date_part('epoch', end_at) * 1000)) filter (where ${inRange}) as ends,
-      array_agg(local_day - ${days.first}::date) filter (where ${ofCalendar}) as days
-    from appointments
-    where workspace_id = ${workspaceId} and status = 'scheduled'
-      and assignee_user_id = any(${calendar.assigneeUserIds})
-      and start_at >= ${new Date(range.from.getTime() - 2 * DAY_MS)}
-      and start_at < ${new Date(range.to.getTime() + 2 * DAY_MS)}
-    group by assignee_user_id`;
+      (select json_agg(${epochMs("lower")}) from unnest(busy) r) as starts,
+      (select json_agg(${epochMs("upper")}) from unnest(busy) r) as ends,
+      (select json_object_agg(day, count) from (select day, count(*) from unnest(days) day group by day) c)
+        as days
+    from (
+      select assignee_user_id,
+        range_agg(tstzrange(start_at, end_at)) filter (where ${inRange}) as busy,
+        array_agg(local_day - ${days.first}::date) filter (where ${ofCalendar}) as days
+      from appointments
+      where workspace_id = ${workspaceId} and status = 'scheduled'
+        and assignee_user_id = any(${calendar.assigneeUserIds})
+        and start_at >= ${new Date(range.from.getTime() - 2 * DAY_MS)}
+        and start_at < ${new Date(range.to.getTime() + 2 * DAY_MS)}
+      group by assignee_user_id
+    ) a`;
 }
 
-/** Meetings per assignee and local day ("<assignee> <day>"), counted by day number first: a name per day, not per meeting. */
+/** Meetings per assignee and local day ("<assignee> <day>"), from the counts per day number. */
 function perAssigneeDayOf(busy: Busy[], days: Days): Map<string, number> {
   const perAssigneeDay = new Map<string, number>();
   const first = Date.parse(`${days.first}T00:00:00Z`);
-  const span = Math.round((Date.parse(`${days.last}T00:00:00Z`) - first) / DAY_MS) + 1;
-  const dayName = (n: number) => new Date(first + n * DAY_MS).toISOString().slice(0, 10);
-  for (const r of busy) {
-    if (!r.days) continue;
-    const counts = new Array<number>(span).fill(0);
-    for (const n of r.days) counts[n] = (counts[n] ?? 0) + 1;
-    counts.forEach((count, n) => {
-      if (count > 0) perAssigneeDay.set(`${r.assigneeUserId} ${dayName(n)}`, count);
-    });
-  }
+  const dayName = (n: string) => new Date(first + Number(n) * DAY_MS).toISOString().slice(0, 10);
+  for (const r of busy)
+    for (const [n, count] of Object.entries(r.days ?? {}))
+      perAssigneeDay.set(`${r.assigneeUserId} ${dayName(n)}`, count);
   return perAssigneeDay;
 }
 

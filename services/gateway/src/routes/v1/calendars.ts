@@ -1,5 +1,5 @@
 import { CalendarSchema, SlotSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
+import { decodeCursor, encodeCursor, toApiJson } from "@funil/rpc";
 import { idParam, slotsQuery, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
@@ -56,19 +56,29 @@ export const calendarRoutes =
       async (req) => {
         const { workspaceId } = req.caller;
         const { cursor, limit, ...range } = req.query;
-        const res = await ctx.scheduling.calendars.listSlots({ workspaceId, id: req.params.id, ...range });
-        // Bound to the range as asked: without from/to the window moves, so the slot's time is the key.
-        return pageOf(
-          res.data.map((s) => toApiJson(SlotSchema, s)),
-          {
-            list: "slots",
-            workspaceId,
-            filters: { id: req.params.id, ...range },
-            cursor,
-            limit,
-            key: (s) => String(s.startAt),
-          },
-        );
+        // Paged like a whole list (whole-list.ts), by the service: a month of slots is thousands, and only
+        // the page crosses the hop. Bound to the range as asked: without from/to the window moves, so the
+        // slot's time is the key.
+        const bound = { id: req.params.id, ...range, workspaceId };
+        const [afterIndex, afterStartAt] = cursor
+          ? decodeCursor(cursor, "slots", bound, ["number", "string"])
+          : [undefined, undefined];
+        const res = await ctx.scheduling.calendars.listSlots({
+          workspaceId,
+          id: req.params.id,
+          ...range,
+          limit,
+          afterStartAt: afterStartAt as string | undefined,
+          afterIndex: afterIndex === undefined ? undefined : Math.trunc(afterIndex as number),
+        });
+        const last = res.data.at(-1);
+        return {
+          data: res.data.map((s) => toApiJson(SlotSchema, s)),
+          nextCursor:
+            res.more && last
+              ? encodeCursor("slots", bound, [res.start + res.data.length - 1, last.startAt])
+              : null,
+        };
       },
     );
   };

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/scheduling/v1/calendars.proto.
  */
 export const file_funil_scheduling_v1_calendars: GenFile = /*@__PURE__*/
-  fileDesc("CiNmdW5pbC9zY2hlZHVsaW5nL3YxL2NhbGVuZGFycy5wcm90bxITZnVuaWwuc2NoZWR1bGluZy52MSI7CgxBdmFpbGFiaWxpdHkSDwoHd2Vla2RheRgBIAEoBRINCgVzdGFydBgCIAEoCRILCgNlbmQYAyABKAki2wEKCENhbGVuZGFyEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRIMCgRuYW1lGAMgASgJEhQKDGR1cmF0aW9uX21pbhgEIAEoBRIRCglkYWlseV9jYXAYBSABKAUSEAoIdGltZXpvbmUYBiABKAkSGQoRc2xvdF9pbnRlcnZhbF9taW4YByABKAUSGQoRYXNzaWduZWVfdXNlcl9pZHMYCCADKAkSNwoMYXZhaWxhYmlsaXR5GAkgAygLMiEuZnVuaWwuc2NoZWR1bGluZy52MS5BdmFpbGFiaWxpdHkijQIKFUNyZWF0ZUNhbGVuZGFyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCwoDa2V5GAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZHVyYXRpb25fbWluGAQgASgFEhEKCWRhaWx5X2NhcBgFIAEoBRIQCgh0aW1lem9uZRgGIAEoCRIeChFzbG90X2ludGVydmFsX21pbhgHIAEoBUgAiAEBEhkKEWFzc2lnbmVlX3VzZXJfaWRzGAggAygJEjcKDGF2YWlsYWJpbGl0eRgJIAMoCzIhLmZ1bmlsLnNjaGVkdWxpbmcudjEuQXZhaWxhYmlsaXR5QhQKEl9zbG90X2ludGVydmFsX21pbiJJChZDcmVhdGVDYWxlbmRhclJlc3BvbnNlEi8KCGNhbGVuZGFyGAEgASgLMh0uZnVuaWwuc2NoZWR1bGluZy52MS5DYWxlbmRhciIsChRMaXN0Q2FsZW5kYXJzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRAoVTGlzdENhbGVuZGFyc1Jlc3BvbnNlEisKBGRhdGEYASADKAsyHS5mdW5pbC5zY2hlZHVsaW5nLnYxLkNhbGVuZGFyIkIKBFNsb3QSEAoIc3RhcnRfYXQYASABKAkSDgoGZW5kX2F0GAIgASgJEhgKEGFzc2lnbmVlX3VzZXJfaWQYAyABKAkiaAoQTGlzdFNsb3RzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSEQoEZnJvbRgDIAEoCUgAiAEBEg8KAnRvGAQgASgJSAGIAQFCBwoFX2Zyb21CBQoDX3RvIjwKEUxpc3RTbG90c1Jlc3BvbnNlEicKBGRhdGEYASADKAsyGS5mdW5pbC5zY2hlZHVsaW5nLnYxLlNsb3QyygIKD0NhbGVuZGFyU2VydmljZRJpCg5DcmVhdGVDYWxlbmRhchIqLmZ1bmlsLnNjaGVkdWxpbmcudjEuQ3JlYXRlQ2FsZW5kYXJSZXF1ZXN0GisuZnVuaWwuc2NoZWR1bGluZy52MS5DcmVhdGVDYWxlbmRhclJlc3BvbnNlEmsKDUxpc3RDYWxlbmRhcnMSKS5mdW5pbC5zY2hlZHVsaW5nLnYxLkxpc3RDYWxlbmRhcnNSZXF1ZXN0GiouZnVuaWwuc2NoZWR1bGluZy52MS5MaXN0Q2FsZW5kYXJzUmVzcG9uc2UiA5ACARJfCglMaXN0U2xvdHMSJS5mdW5pbC5zY2hlZHVsaW5nLnYxLkxpc3RTbG90c1JlcXVlc3QaJi5mdW5pbC5zY2hlZHVsaW5nLnYxLkxpc3RTbG90c1Jlc3BvbnNlIgOQAgFiBnByb3RvMw");
+  fileDesc("CiNmdW5pbC9zY2hlZHVsaW5nL3YxL2NhbGVuZGFycy5wcm90bxITZnVuaWwuc2NoZWR1bGluZy52MSI7CgxBdmFpbGFiaWxpdHkSDwoHd2Vla2RheRgBIAEoBRINCgVzdGFydBgCIAEoCRILCgNlbmQYAyABKAki2wEKCENhbGVuZGFyEgoKAmlkGAEgASgJEgsKA2tleRgCIAEoCRIMCgRuYW1lGAMgASgJEhQKDGR1cmF0aW9uX21pbhgEIAEoBRIRCglkYWlseV9jYXAYBSABKAUSEAoIdGltZXpvbmUYBiABKAkSGQoRc2xvdF9pbnRlcnZhbF9taW4YByABKAUSGQoRYXNzaWduZWVfdXNlcl9pZHMYCCADKAkSNwoMYXZhaWxhYmlsaXR5GAkgAygLMiEuZnVuaWwuc2NoZWR1bGluZy52MS5BdmFpbGFiaWxpdHkijQIKFUNyZWF0ZUNhbGVuZGFyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCwoDa2V5GAIgASgJEgwKBG5hbWUYAyABKAkSFAoMZHVyYXRpb25fbWluGAQgASgFEhEKCWRhaWx5X2NhcBgFIAEoBRIQCgh0aW1lem9uZRgGIAEoCRIeChFzbG90X2ludGVydmFsX21pbhgHIAEoBUgAiAEBEhkKEWFzc2lnbmVlX3VzZXJfaWRzGAggAygJEjcKDGF2YWlsYWJpbGl0eRgJIAMoCzIhLmZ1bmlsLnNjaGVkdWxpbmcudjEuQXZhaWxhYmlsaXR5QhQKEl9zbG90X2ludGVydmFsX21pbiJJChZDcmVhdGVDYWxlbmRhclJlc3BvbnNlEi8KCGNhbGVuZGFyGAEgASgLMh0uZnVuaWwuc2NoZWR1bGluZy52MS5DYWxlbmRhciIsChRMaXN0Q2FsZW5kYXJzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRAoVTGlzdENhbGVuZGFyc1Jlc3BvbnNlEisKBGRhdGEYASADKAsyHS5mdW5pbC5zY2hlZHVsaW5nLnYxLkNhbGVuZGFyIkIKBFNsb3QSEAoIc3RhcnRfYXQYASABKAkSDgoGZW5kX2F0GAIgASgJEhgKEGFzc2lnbmVlX3VzZXJfaWQYAyABKAki0QEKEExpc3RTbG90c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhEKBGZyb20YAyABKAlIAIgBARIPCgJ0bxgEIAEoCUgBiAEBEg0KBWxpbWl0GAUgASgFEhsKDmFmdGVyX3N0YXJ0X2F0GAYgASgJSAKIAQESGAoLYWZ0ZXJfaW5kZXgYByABKAVIA4gBAUIHCgVfZnJvbUIFCgNfdG9CEQoPX2FmdGVyX3N0YXJ0X2F0Qg4KDF9hZnRlcl9pbmRleCJZChFMaXN0U2xvdHNSZXNwb25zZRInCgRkYXRhGAEgAygLMhkuZnVuaWwuc2NoZWR1bGluZy52MS5TbG90Eg0KBXN0YXJ0GAIgASgFEgwKBG1vcmUYAyABKAgyygIKD0NhbGVuZGFyU2VydmljZRJpCg5DcmVhdGVDYWxlbmRhchIqLmZ1bmlsLnNjaGVkdWxpbmcudjEuQ3JlYXRlQ2FsZW5kYXJSZXF1ZXN0GisuZnVuaWwuc2NoZWR1bGluZy52MS5DcmVhdGVDYWxlbmRhclJlc3BvbnNlEmsKDUxpc3RDYWxlbmRhcnMSKS5mdW5pbC5zY2hlZHVsaW5nLnYxLkxpc3RDYWxlbmRhcnNSZXF1ZXN0GiouZnVuaWwuc2NoZWR1bGluZy52MS5MaXN0Q2FsZW5kYXJzUmVzcG9uc2UiA5ACARJfCglMaXN0U2xvdHMSJS5mdW5pbC5zY2hlZHVsaW5nLnYxLkxpc3RTbG90c1JlcXVlc3QaJi5mdW5pbC5zY2hlZHVsaW5nLnYxLkxpc3RTbG90c1Jlc3BvbnNlIgOQAgFiBnByb3RvMw");
 
 /**
  * A weekly window in the calendar's local time.
@@ -268,6 +268,25 @@ export type ListSlotsRequest = Message<"funil.scheduling.v1.ListSlotsRequest"> &
    * @generated from field: optional string to = 4;
    */
   to?: string | undefined;
+
+  /**
+   * The page: at most limit slots (0: every one), after the slot that starts at after_start_at or,
+   * when no slot starts there any more, from after_index, the index that slot had (where the slot
+   * after it moved).
+   *
+   * @generated from field: int32 limit = 5;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: optional string after_start_at = 6;
+   */
+  afterStartAt?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 after_index = 7;
+   */
+  afterIndex?: number | undefined;
 };
 
 /**
@@ -285,6 +304,20 @@ export type ListSlotsResponse = Message<"funil.scheduling.v1.ListSlotsResponse">
    * @generated from field: repeated funil.scheduling.v1.Slot data = 1;
    */
   data: Slot[];
+
+  /**
+   * The index of data's first slot in the whole list.
+   *
+   * @generated from field: int32 start = 2;
+   */
+  start: number;
+
+  /**
+   * More slots follow the page.
+   *
+   * @generated from field: bool more = 3;
+   */
+  more: boolean;
 };
 
 /**
