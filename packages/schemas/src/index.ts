@@ -5,6 +5,7 @@ export { z } from "zod";
 export * from "./common.js";
 export * from "./contacts.js";
 export * from "./deals.js";
+export * from "./events.js";
 export * from "./funnel.js";
 export * from "./interactions.js";
 export * from "./learners.js";
