@@ -1,5 +1,6 @@
 import { type EventEnvelope, inBatches, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
 import type { AttemptResult, Next } from "../schedule.js";
+import { erasedBodies } from "./erasures.js";
 
 /** A delivery as the API shows it (docs/api/webhooks.md §Delivery). */
 export interface DeliveryRecord {
@@ -222,7 +223,7 @@ export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => str
           from unnest(${created.map((c) => c.id)}::text[],
             ${matches.map((m) => m.id)}::text[], ${matches.map((m) => m.n)}::int[]) as d(id, sub, n)
           join unnest(${todo.map((e) => e.workspaceId)}::text[], ${todo.map((e) => e.id)}::text[],
-            ${todo.map((e) => e.type)}::text[], ${todo.map(deliveryBody)}::text[])
+            ${todo.map((e) => e.type)}::text[], ${await erasedBodies(tx, todo, todo.map(deliveryBody))}::text[])
             with ordinality as e(workspace_id, event_id, event, body, n) using (n)
           on conflict (subscription_id, event_id) do nothing`;
         await writeMessage(tx, jobsOf(subject, created, now));
