@@ -77,16 +77,16 @@ export async function erasedBodies(
 ): Promise<string[]> {
   const about = events.map((e) => contactOf(e.type, e.data as Record<string, unknown> | undefined));
   if (about.every((c) => c === undefined)) return bodies;
-  await tx`lock table deliveries in row exclusive mode`;
   const asked = events.flatMap((e, i) => (about[i] ? [{ w: e.workspaceId, c: about[i] }] : []));
-  const erased = new Set(
-    (
-      await tx<{ key: string }[]>`
-        select workspace_id || ' ' || contact_id as key from erased_contacts
-        where (workspace_id, contact_id) in (
-          select * from unnest(${asked.map((a) => a.w)}::text[], ${asked.map((a) => a.c)}::text[]))`
-    ).map((r) => r.key),
-  );
+  // Sent together: the lock, then the read, pipelined on the transaction's connection.
+  const [, rows] = await Promise.all([
+    tx`lock table deliveries in row exclusive mode`,
+    tx<{ key: string }[]>`
+      select workspace_id || ' ' || contact_id as key from erased_contacts
+      where (workspace_id, contact_id) in (
+        select * from unnest(${asked.map((a) => a.w)}::text[], ${asked.map((a) => a.c)}::text[]))`,
+  ]);
+  const erased = new Set(rows.map((r) => r.key));
   if (erased.size === 0) return bodies;
   return bodies.map((body, i) => {
     const contact = about[i];
