@@ -21,6 +21,7 @@ type Clients = {
   [K in keyof typeof SERVICES.crm]: ReturnType<typeof createClient<(typeof SERVICES.crm)[K]>>;
 };
 let crm: Clients;
+let deps: ReturnType<typeof crmDeps>;
 
 beforeAll(async () => {
   sql = await openDatabase(
@@ -28,7 +29,7 @@ beforeAll(async () => {
     names.database("crm"),
   );
   await migrate(sql, migrations);
-  const deps = crmDeps({
+  deps = crmDeps({
     sql,
     clock,
     emit: async (tx, event) => {
@@ -268,6 +269,20 @@ describe("erase handlers (docs/api/contacts.md §POST /contacts/{id}/erase)", ()
         }),
       ),
     ).toMatchObject({ code: "not_found" });
+  });
+
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: a note written while the erasure is in flight waits for it, then is a 422", async () => {
+    const w = ws();
+    const { ct, userId } = await filled(w);
+    let note: Promise<unknown> | undefined;
+    await sql.begin(async (tx) => {
+      await deps.contacts.erase(w, ct.id, now, tx);
+      note = caught(crm.notes.createNote({ workspaceId: w, contactId: ct.id, body: "late", userId }));
+      // The note's check has reached the database and waits on the erasure's lock.
+      await new Promise((r) => setTimeout(r, 300));
+    });
+    expect(await note).toMatchObject({ code: "invalid_reference", details: [{ path: "contactId" }] });
+    expect(await sql`select 1 from notes where workspace_id = ${w}`).toEqual([]);
   });
 
   it("docs/api/events.md §Every event type: contact.erased is written with the erasure, carrying only the id and when", async () => {

@@ -24,7 +24,11 @@ export async function checkReferences(
   const found = await Promise.all(
     refs.map((ref) =>
       ref.kind === "contact"
-        ? tx`select 1 from contacts where workspace_id = ${workspaceId} and id = ${ref.id} and status <> 'erased'`
+        ? // Locked as its foreign key would lock it: a write racing an erasure waits for it, then sees
+          // the contact erased (the row is read again once the erasure commits).
+          tx`
+            select 1 from contacts where workspace_id = ${workspaceId} and id = ${ref.id} and status <> 'erased'
+            for key share`
         : ref.kind === "pipeline"
           ? tx`select 1 from pipelines where workspace_id = ${workspaceId} and id = ${ref.id}`
           : ref.kind === "member"
