@@ -1263,7 +1263,7 @@ export interface components {
                 notesDeleted: number;
                 /** @description the contact's tasks whose body was erased (title and dates stay) */
                 tasksCleared: number;
-                /** @description the contact's deals, kept for the funnel; their contactId names the erased contact */
+                /** @description the contact's deals outside the trash, kept for the funnel; their contactId names the erased contact */
                 opportunitiesKept: number;
             };
             /** @description the services that erase their copies once they take contact.erased from the event stream */

@@ -121,9 +121,9 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
   /** A contact by id; the reads of one RPC batch in one statement. */
   const get = coalescedReads<ContactRecord>(sql, {
     async one(workspaceId, id) {
-      const [row] = await sql<ContactRecord[]>`
-        select ${columns(sql)} from contacts
-        where workspace_id = ${workspaceId} and id = ${id} and status <> 'erased'`;
+      const [row] = await sql<
+        ContactRecord[]
+      >`select ${columns(sql)} from contacts where ${live(workspaceId, id)}`;
       return row;
     },
     many: (keys) => sql<ContactRecord[]>`
@@ -258,7 +258,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
     /**
      * docs/api/contacts.md §POST /contacts/{id}/erase: in one transaction the row becomes a tombstone (every personal
      * field emptied, status erased), its notes are deleted, its tasks lose their body, its deals stay
-     * (counted), the remembered answers that carry its data are forgotten, and contact.erased is written
+     * (those outside the trash counted), the remembered answers that carry its data are forgotten, and contact.erased is written
      * to the outbox. Undefined when there is no such contact (or it is already erased).
      */
     async erase(
@@ -279,7 +279,8 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
           update tasks set body = null
           where workspace_id = ${workspaceId} and contact_id = ${id} and body is not null returning 1`;
         const [deals] = await tx<{ count: number }[]>`
-          select count(*)::int as count from opportunities where workspace_id = ${workspaceId} and contact_id = ${id}`;
+          select count(*)::int as count from opportunities
+          where workspace_id = ${workspaceId} and contact_id = ${id} and trashed_at is null`;
         await forgetAnswers(tx, workspaceId, answersAbout(id), {
           code: "not_found",
           message: "contact not found",

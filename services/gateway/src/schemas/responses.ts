@@ -134,7 +134,9 @@ export const contactErasure = z
         opportunitiesKept: z
           .number()
           .int()
-          .describe("the contact's deals, kept for the funnel; their contactId names the erased contact"),
+          .describe(
+            "the contact's deals outside the trash, kept for the funnel; their contactId names the erased contact",
+          ),
       })
       .describe("what crm erased, before this answer"),
     asynchronous: z
