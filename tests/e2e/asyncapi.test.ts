@@ -141,6 +141,8 @@ async function everyEvent() {
     assigneeUserId,
   });
   expect((await ws.call("POST", `/appointments/${other.body.id}/cancel`, {})).status).toBe(200);
+  const erased = await contact(ws);
+  expect((await ws.call("POST", `/contacts/${erased.id}/erase`)).status).toBe(200);
   return sub.body.subscription.id as string;
 }
 

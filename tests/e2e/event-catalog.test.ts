@@ -35,6 +35,7 @@ describe("the event catalog (docs/api/webhooks.md §Event catalog)", () => {
     expect(data.map((e) => e.type)).toEqual([
       "contact.created",
       "contact.updated",
+      "contact.erased",
       "opportunity.created",
       "opportunity.stage_changed",
       "opportunity.won",
@@ -87,6 +88,8 @@ describe("the event catalog (docs/api/webhooks.md §Event catalog)", () => {
     ).toBe(200);
     expect((await ws.call("POST", `/appointments/${id}/outcome`, { outcome: "realizada" })).status).toBe(200);
     expect((await ws.call("POST", `/appointments/${id}/cancel`, {})).status).toBe(200);
+    const erased = await contact(ws);
+    expect((await ws.call("POST", `/contacts/${erased.id}/erase`)).status).toBe(200);
 
     const path = new URL(url).pathname;
     const got = await waitFor(async () => {

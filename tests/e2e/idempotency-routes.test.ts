@@ -68,6 +68,18 @@ const routes: Record<string, () => Promise<Case>> = {
       other: { path: `/contacts/${ct.id}/archive` },
     };
   },
+  "POST /contacts/:id/erase": async () => {
+    const ct = await contact(ws);
+    const other = await contact(ws);
+    return {
+      status: 200,
+      path: `/contacts/${ct.id}/erase`,
+      other: { path: `/contacts/${other.id}/erase` },
+      once: async () => {
+        expect((await ws.call("GET", `/contacts/${ct.id}`)).status).toBe(404);
+      },
+    };
+  },
   "POST /tasks": async () => {
     const assignee = await member(ws);
     return {

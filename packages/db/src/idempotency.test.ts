@@ -4,6 +4,7 @@ import { openDatabase, type Sql } from "./client.js";
 import {
   canonicalJson,
   deleteExpiredIdempotencyKeys,
+  forgetAnswers,
   rememberedAnswer,
   requestFingerprint,
   withIdempotency,
@@ -161,6 +162,41 @@ describe("withIdempotency (docs/api/conventions.md §Idempotency-Key)", () => {
     expect(await count(r.key)).toBe(1);
     for (const x of results)
       if (x.status === "rejected") expect((x.reason as DomainError).code).toBe("idempotency_key_in_use");
+  });
+});
+
+describe("forgetAnswers (docs/api/contacts.md §POST /contacts/{id}/erase)", () => {
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: a remembered answer that contains the erased record replays the given failure; others and other workspaces are untouched", async () => {
+    const about = { ...req(), workspaceId: `ws_forget_${Date.now()}` };
+    const other = { ...req(), workspaceId: about.workspaceId };
+    const elsewhere = { ...req(), workspaceId: `ws_elsewhere_${Date.now()}` };
+    const encode = (v: unknown) => v;
+    const remember = (r: typeof about, ok: unknown) =>
+      withIdempotency(sql, r, { now: new Date(), encode }, async () => ok);
+    await remember(about, { contact: { id: "ct_1", name: "Maria" } });
+    await remember(other, { contact: { id: "ct_2", name: "Bia" } });
+    await remember(elsewhere, { contact: { id: "ct_1", name: "Maria" } });
+    const forgotten = await sql.begin((tx) =>
+      forgetAnswers(tx, about.workspaceId, [{ ok: { contact: { id: "ct_1" } } }], {
+        code: "not_found",
+        message: "contact not found",
+      }),
+    );
+    expect(forgotten).toBe(1);
+    const replay = await withIdempotency(
+      sql,
+      about,
+      { now: new Date(), encode },
+      async () => "ran again",
+    ).catch((e: DomainError) => ({ code: e.code, replayed: e.replayed }));
+    expect(replay).toEqual({ code: "not_found", replayed: true });
+    expect(await rememberedAnswer(sql, other, { now: new Date() })).toEqual({
+      replayed: true,
+      ok: { contact: { id: "ct_2", name: "Bia" } },
+    });
+    expect(await rememberedAnswer(sql, elsewhere, { now: new Date() })).toMatchObject({
+      ok: { contact: { name: "Maria" } },
+    });
   });
 });
 

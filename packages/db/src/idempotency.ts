@@ -212,3 +212,23 @@ export function requestFingerprint(operation: string, input: unknown): string {
     .update(`${operation}\n${canonicalJson(input ?? null)}`)
     .digest("hex");
 }
+
+/**
+ * Replaces the remembered answers of a workspace that contain any of `patterns` (jsonb containment of the
+ * stored `{ok: …}`) by a remembered `failure`: a replay then answers that failure, shows nothing of
+ * what an erasure removed, and does not run the request again. Returns how many were replaced.
+ */
+export async function forgetAnswers(
+  tx: TransactionSql,
+  workspaceId: string,
+  patterns: Array<{ ok: unknown }>,
+  failure: { code: ErrorCode; message: string },
+): Promise<number> {
+  if (patterns.length === 0) return 0;
+  const rows = await tx`
+    update idempotency_keys set response_body = ${tx.json({ error: failure } as never)}
+    where workspace_id = ${workspaceId} and status = 'completed'
+      and exists (select 1 from jsonb_array_elements(${tx.json(patterns as never)}) p where response_body @> p)
+    returning 1`;
+  return rows.length;
+}

@@ -6,6 +6,7 @@ export { z } from "zod";
 export * from "./common.js";
 export * from "./contacts.js";
 export * from "./deals.js";
+export * from "./events.js";
 export * from "./funnel.js";
 export * from "./ingest.js";
 export * from "./interactions.js";

@@ -6,6 +6,7 @@ import { parseTimestamp } from "./time.js";
 export const WEBHOOK_EVENTS = {
   "contact.created": "contacts.read",
   "contact.updated": "contacts.read",
+  "contact.erased": "contacts.read",
   "opportunity.created": "opportunities.read",
   "opportunity.stage_changed": "opportunities.read",
   "opportunity.won": "opportunities.read",

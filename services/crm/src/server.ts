@@ -4,7 +4,7 @@ import type { TransactionSql } from "@funil/db";
 import { type Infra, startService } from "@funil/rpc";
 import type { CrmConfig } from "./config.js";
 import { type CrmDeps, routes } from "./rpc/routes.js";
-import { contactWire, dealWire, noteWire, pipelineWire, taskWire } from "./rpc/wire.js";
+import { contactWire, dealWire, erasureJson, noteWire, pipelineWire, taskWire } from "./rpc/wire.js";
 import { contactStore } from "./store/contacts.js";
 import { customFieldStore } from "./store/custom-fields.js";
 import { dealStore } from "./store/deals.js";
@@ -38,6 +38,7 @@ export function crmDeps(infra: Pick<Infra, "sql" | "emit" | "clock">): CrmDeps {
     contacts: contactStore(
       sql,
       emitter(infra, contactWire.json, (c) => c.updatedAt),
+      emitter(infra, erasureJson, (e) => e.erasedAt),
     ),
     customFields: customFieldStore(sql),
     members: memberStore(sql),

@@ -6,10 +6,12 @@ import { clientsOf, type Infra, rpcOptions, startService } from "@funil/rpc";
 import type { Redis } from "ioredis";
 import type { SchedulingConfig } from "./config.js";
 import { type CrmDirectory, crmDirectory } from "./crm.js";
+import { startErasures } from "./events/erasures.js";
 import { routes, type SchedulingDeps } from "./rpc/routes.js";
 import { appointmentWire } from "./rpc/wire.js";
 import { appointmentStore } from "./store/appointments.js";
 import { calendarStore } from "./store/calendars.js";
+import { erasureStore } from "./store/erasures.js";
 import { bookingGuard } from "./store/guard.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -46,20 +48,23 @@ export async function start(config: SchedulingConfig, clock: Clock) {
     port: config.SCHEDULING_PORT,
     clock,
     migrations,
-    wire: (infra) => {
+    wire: async (infra) => {
       const redis = openRedis(config.REDIS_URL, infra.log, "bookings go on under PostgreSQL's guards alone");
       const deps = schedulingDeps(
         infra,
         { client: redis, prefix: `funil:${config.FUNIL_ENV ?? "default"}:scheduling:` },
         crmDirectory(clientsOf(SERVICES.crm, config.CRM_URL, config.UPSTREAM_TIMEOUT_MS, rpcOptions(config))),
       );
+      const erasures = await startErasures(infra, erasureStore(infra.sql));
       return {
         routes: routes(deps),
+        consumers: [erasures],
         dependencies: async () => [await deps.guard.check()],
         // Bookings in flight still ask the guard: Redis goes once the server has answered them.
         release: async () => {
           redis.disconnect();
         },
+        stop: () => erasures.stop(),
       };
     },
   });

@@ -5,13 +5,14 @@ import { startService } from "@funil/rpc";
 import type { TimelineConfig } from "./config.js";
 import { startConsumers } from "./events/consumers.js";
 import { routes, type TimelineDeps } from "./rpc/routes.js";
+import { erasureStore } from "./store/erasures.js";
 import { interactionStore } from "./store/interactions.js";
 import { summaryStore } from "./store/summaries.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
 export function timelineDeps(sql: Sql): TimelineDeps {
-  return { interactions: interactionStore(sql), summaries: summaryStore(sql) };
+  return { interactions: interactionStore(sql), summaries: summaryStore(sql), erasures: erasureStore(sql) };
 }
 
 /** timeline: interactions from every source, human touches, and the activity ledger of deals. */

@@ -4,6 +4,7 @@ import { AuthService } from "@funil/contracts";
 import type { Sweep } from "@funil/db";
 import { type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
+import { startErasures } from "./events/erasures.js";
 import { loggedUpTo } from "./events/event-log.js";
 import { startFanOut } from "./events/fanout.js";
 import { startSender } from "./events/sender.js";
@@ -13,6 +14,7 @@ import type { WebhookDeps } from "./rpc/webhooks.js";
 import { secretBox } from "./secrets.js";
 import { attemptStore } from "./store/attempts.js";
 import { deliveryStore } from "./store/deliveries.js";
+import { erasureStore } from "./store/erasures.js";
 import { eventLogStore } from "./store/event-log.js";
 import { resendStore } from "./store/resend.js";
 import { subscriptionStore } from "./store/subscriptions.js";
@@ -91,16 +93,17 @@ export function start(config: WebhooksConfig, clock: Clock) {
           maxInFlightPerSubscription: config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION,
         },
       });
+      const erasures = await startErasures(infra, erasureStore(infra.sql));
       return {
         routes: routes(deps),
-        consumers: [fanOut, sender.consumer],
+        consumers: [fanOut, sender.consumer, erasures],
         sweeps: [
           attemptSweep(deps.attempts, config.WEBHOOK_ATTEMPT_RETENTION_DAYS),
           deliverySweep(deps.deliveries, config.WEBHOOK_DELIVERY_RETENTION_DAYS),
           eventLogSweep(deps.events, config.EVENT_LOG_RETENTION_DAYS),
         ],
         async stop() {
-          await fanOut.stop();
+          await Promise.all([fanOut.stop(), erasures.stop()]);
           await sender.stop();
         },
       };

@@ -79,6 +79,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/contacts/{id}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a contact's personal data everywhere (LGPD, GDPR); not reversible
+         * @description crm erases at once (the contact becomes a tombstone: 404 to every read; its notes go, its tasks lose their body, its deals stay for the funnel) and emits contact.erased; the timeline, scheduling and webhooks erase their copies when it reaches them. An erased contact is 404, a second erase included. Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
+         */
+        post: operations["eraseContact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/opportunities": {
         parameters: {
             query?: never;
@@ -834,6 +854,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "contact.erased": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * contact.erased: a contact's personal data was erased (POST /contacts/{id}/erase): erase what you keep of it
+         * @description Sent to each active subscription to contact.erased of the workspace (its key needs contacts.read).
+         */
+        post: operations["webhookContactErased"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "opportunity.created": {
         parameters: {
             query?: never;
@@ -1157,12 +1197,12 @@ export interface components {
         };
         WebhookCreateInput: {
             url: string;
-            events: ("contact.created" | "contact.updated" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome")[];
+            events: ("contact.created" | "contact.updated" | "contact.erased" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome")[];
             description?: string | null;
         };
         WebhookPatchInput: {
             url?: string;
-            events?: ("contact.created" | "contact.updated" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome")[];
+            events?: ("contact.created" | "contact.updated" | "contact.erased" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome")[];
             description?: string | null;
             active?: boolean;
         };
@@ -1231,6 +1271,27 @@ export interface components {
             };
             firstHumanTouchAt: string | null;
             lastHumanTouchAt: string | null;
+        };
+        ContactErasure: {
+            /** @description the erased contact's id: every read of it is 404 from now on */
+            id: string;
+            /** @description when crm erased it; the data of the contact.erased event */
+            erasedAt: string;
+            /** @description what crm erased, before this answer */
+            crm: {
+                /** @description the contact's notes, deleted */
+                notesDeleted: number;
+                /** @description the contact's tasks whose body was erased (title and dates stay) */
+                tasksCleared: number;
+                /** @description the contact's deals outside the trash, kept for the funnel; their contactId names the erased contact */
+                opportunitiesKept: number;
+            };
+            /** @description the services that erase their copies once they take contact.erased from the event stream */
+            asynchronous: ("timeline" | "scheduling" | "webhooks")[];
+        };
+        ErasedContact: {
+            id: string;
+            erasedAt: string;
         };
         Opportunity: {
             id: string;
@@ -1459,7 +1520,7 @@ export interface components {
         WebhookSubscription: {
             id: string;
             url: string;
-            events: ("contact.created" | "contact.updated" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome")[];
+            events: ("contact.created" | "contact.updated" | "contact.erased" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome")[];
             description: string | null;
             active: boolean;
             failingSince: string | null;
@@ -1480,7 +1541,7 @@ export interface components {
             id: string;
             subscriptionId: string;
             /** @enum {string} */
-            event: "contact.created" | "contact.updated" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome";
+            event: "contact.created" | "contact.updated" | "contact.erased" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome";
             /** @enum {string} */
             status: "pending" | "delivered" | "dead";
             attempts: number;
@@ -1493,7 +1554,7 @@ export interface components {
             id: string;
             deliveryId: string;
             /** @enum {string} */
-            event: "contact.created" | "contact.updated" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome";
+            event: "contact.created" | "contact.updated" | "contact.erased" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome";
             at: string;
             /** @enum {string} */
             status: "succeeded" | "failed";
@@ -1504,7 +1565,7 @@ export interface components {
         };
         WebhookEventType: {
             /** @enum {string} */
-            type: "contact.created" | "contact.updated" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome";
+            type: "contact.created" | "contact.updated" | "contact.erased" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome";
             /** @description when it is emitted */
             description: string;
             /** @description the read scope a subscription to it needs, besides webhooks.manage */
@@ -1594,6 +1655,15 @@ export interface components {
             createdAt: string;
             workspaceId: string;
             data: components["schemas"]["Contact"];
+        } | {
+            /** @description the event's id, the same at every attempt, resend and recover */
+            id: string;
+            /** @constant */
+            type: "contact.erased";
+            /** @description when the event occurred */
+            createdAt: string;
+            workspaceId: string;
+            data: components["schemas"]["ErasedContact"];
         } | {
             /** @description the event's id, the same at every attempt, resend and recover */
             id: string;
@@ -2632,6 +2702,199 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Contact"];
+                };
+            };
+            /** @description validation_failed: a bad value, a NUL character, JSON nested too deep, an HTTP/1.1 request without Host. A malformed header (the connection then closes) or a path that does not decode is refused before the key is read: x-request-id, but no x-ratelimit-* */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: a body over 1 MiB */
+            413: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body that is not application/json */
+            415: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description expectation_failed: an Expect header other than 100-continue */
+            417: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: over the key's rate limit */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large: request line and headers over 16 KB; refused before the key is read: x-request-id but no x-ratelimit-* (the connection then closes) */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal: a bug, never an outage; it does not show its cause */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: a backing service is down; retry */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    eraseContact: {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactErasure"];
                 };
             };
             /** @description validation_failed: a bad value, a NUL character, JSON nested too deep, an HTTP/1.1 request without Host. A malformed header (the connection then closes) or a path that does not decode is refused before the key is read: x-request-id, but no x-ratelimit-* */
@@ -8321,7 +8584,7 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "succeeded" | "failed";
-                event?: "contact.created" | "contact.updated" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome";
+                event?: "contact.created" | "contact.updated" | "contact.erased" | "opportunity.created" | "opportunity.stage_changed" | "opportunity.won" | "opportunity.lost" | "meeting.booked" | "meeting.rescheduled" | "meeting.canceled" | "meeting.outcome";
                 from?: string;
                 to?: string;
                 cursor?: string;
@@ -10502,6 +10765,44 @@ export interface operations {
             };
         };
     };
+    webhookContactErased: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description t=<unix seconds>,v1=<hex HMAC-SHA256 of t, a dot and the raw body>, one v1 per signing secret */
+                "x-funil-signature": string;
+                /** @description the event type */
+                "x-funil-event": string;
+                /** @description the delivery's id: deduplicate on it */
+                "x-funil-delivery": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the event's id, the same at every attempt */
+                    id: string;
+                    /** @constant */
+                    type: "contact.erased";
+                    /** @description when the event occurred */
+                    createdAt: string;
+                    workspaceId: string;
+                    data: components["schemas"]["ErasedContact"];
+                };
+            };
+        };
+        responses: {
+            /** @description any 2xx delivers; anything else (3xx included) is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     webhookOpportunityCreated: {
         parameters: {
             query?: never;
@@ -10814,6 +11115,7 @@ export const OPERATION_ROUTES = {
     updateContact: ["patch", "/api/v1/contacts/{id}", false],
     archiveContact: ["post", "/api/v1/contacts/{id}/archive", true],
     unarchiveContact: ["post", "/api/v1/contacts/{id}/unarchive", true],
+    eraseContact: ["post", "/api/v1/contacts/{id}/erase", true],
     listOpportunities: ["get", "/api/v1/opportunities", false],
     createOpportunity: ["post", "/api/v1/opportunities", true],
     getOpportunity: ["get", "/api/v1/opportunities/{id}", false],

@@ -7,6 +7,7 @@ import {
   ContactFieldsSchema,
   ContactSchema,
   type ContactService,
+  EraseContactResponseSchema,
   ListContactsRequestSchema,
   UpsertContactResponseSchema,
 } from "@funil/contracts";
@@ -26,7 +27,7 @@ import { type ContactChanges, type ContactRecord, emailKey, phoneDigits } from "
 import type { ContactStore } from "../store/contacts.js";
 import type { CustomFieldStore } from "../store/custom-fields.js";
 import { customFieldsGuard } from "./custom-fields.js";
-import { contactWire } from "./wire.js";
+import { contactWire, erasureToProto } from "./wire.js";
 
 const LIST = "contacts";
 
@@ -36,6 +37,7 @@ const reply = (r: ContactRecord) => ({ contact: contactWire.proto(r) });
 const changesOf = (body: z.output<typeof patchContactBody>): ContactChanges => body as ContactChanges;
 
 const rememberUpsert = asMessageJson(UpsertContactResponseSchema);
+const rememberErasure = asMessageJson(EraseContactResponseSchema);
 /** Archive and unarchive answer the contact alone. */
 const rememberContact: Remember<{ contact: Contact }> = {
   encode: (r) => toJson(ContactSchema, r.contact),
@@ -132,6 +134,17 @@ export function contactService(deps: {
 
     async unarchiveContact(req, ctx) {
       return setStatus(req, ctx, "active");
+    },
+
+    /** docs/api/contacts.md §POST /contacts/{id}/erase: an erased contact is not found, a second erase included. */
+    async eraseContact(req, ctx) {
+      const { id } = check(idParam, { id: req.id }, "path");
+      const call = keyedCall(deps.sql, req, "EraseContact", { id }, clock.now(), rememberErasure);
+      return idempotent(ctx, call, async (tx) => {
+        const erasure = await contacts.erase(req.workspaceId, id, call.now, tx);
+        if (!erasure) throw notFound("contact");
+        return erasureToProto(erasure);
+      });
     },
   };
 }

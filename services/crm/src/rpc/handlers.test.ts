@@ -21,6 +21,7 @@ type Clients = {
   [K in keyof typeof SERVICES.crm]: ReturnType<typeof createClient<(typeof SERVICES.crm)[K]>>;
 };
 let crm: Clients;
+let deps: ReturnType<typeof crmDeps>;
 
 beforeAll(async () => {
   sql = await openDatabase(
@@ -28,7 +29,7 @@ beforeAll(async () => {
     names.database("crm"),
   );
   await migrate(sql, migrations);
-  const deps = crmDeps({
+  deps = crmDeps({
     sql,
     clock,
     emit: async (tx, event) => {
@@ -125,6 +126,172 @@ describe("contacts handlers (docs/api/contacts.md §Contact)", () => {
       code: "validation_failed",
       details: [{ path: "query.limit", message: "limit must be between 1 and 500" }],
     });
+  });
+});
+
+describe("erase handlers (docs/api/contacts.md §POST /contacts/{id}/erase)", () => {
+  /** A contact with personal data everywhere crm keeps it: fields, a note, a task, a deal. */
+  async function filled(w: string) {
+    const member = await crm.members.createMember({
+      workspaceId: w,
+      name: "Ana",
+      email: `ana-${w}@acme.io`,
+      role: "owner",
+    });
+    const up = await crm.contacts.upsertContact({
+      workspaceId: w,
+      fields: {
+        name: "Maria Erasable",
+        phone: "+55 11 97777-1234",
+        email: "maria.erasable@example.com",
+        cpf: "123.456.789-09",
+        tags: { values: ["lead"] },
+      },
+      idempotencyKey: "upsert-maria",
+    });
+    const ct = up.contact!;
+    const pl = await pipeline(w);
+    const deal = await crm.opportunities.createOpportunity({
+      workspaceId: w,
+      input: { contactId: ct.id, pipelineId: pl.id, title: "Plano", valueCents: 12_300n },
+    });
+    await crm.notes.createNote({
+      workspaceId: w,
+      contactId: ct.id,
+      body: "Maria Erasable asked for a call",
+      userId: member.member!.id,
+    });
+    await crm.tasks.createTask({
+      workspaceId: w,
+      fields: { title: "Call", body: "ring +55 11 97777-1234", contactId: ct.id },
+    });
+    return { ct, deal: deal.opportunity!, pl, userId: member.member!.id };
+  }
+
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: crm's counts answer; the contact is 404, its deal stays and counts in the funnel", async () => {
+    const w = ws();
+    const { ct, deal, pl } = await filled(w);
+    const res = await crm.contacts.eraseContact({ workspaceId: w, id: ct.id });
+    expect(res).toMatchObject({
+      id: ct.id,
+      erasedAt: now.toISOString(),
+      notesDeleted: 1,
+      tasksCleared: 1,
+      opportunitiesKept: 1,
+    });
+    expect(await caught(crm.contacts.getContact({ workspaceId: w, id: ct.id }))).toMatchObject({
+      code: "not_found",
+    });
+    const kept = await crm.opportunities.getOpportunity({ workspaceId: w, id: deal.id });
+    expect(kept.opportunity).toMatchObject({ contactId: ct.id, valueCents: 12_300n });
+    const listed = await crm.opportunities.listOpportunities({ workspaceId: w, contactId: ct.id });
+    expect(listed.data.map((d) => d.id)).toEqual([deal.id]);
+    const funnel = await crm.funnel.getFunnel({ workspaceId: w, pipelineId: pl.id });
+    expect(funnel.funnel?.total).toMatchObject({ count: 1n, valueCents: 12_300n });
+    for (const status of ["active", "archived"])
+      expect((await crm.contacts.listContacts({ workspaceId: w, status })).data).toEqual([]);
+    const [row] = await sql`select * from contacts where id = ${ct.id}`;
+    expect(JSON.stringify(row)).not.toMatch(/Maria|97777|erasable|123\.456/i);
+    const tasks = await crm.tasks.listTasks({ workspaceId: w });
+    expect(tasks.data.map((t) => [t.title, t.body])).toEqual([["Call", undefined]]);
+  });
+
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: the phone and e-mail are free for a new contact; the erased one takes no writes", async () => {
+    const w = ws();
+    const { ct, pl, userId } = await filled(w);
+    await crm.contacts.eraseContact({ workspaceId: w, id: ct.id });
+    const again = await crm.contacts.upsertContact({
+      workspaceId: w,
+      fields: { phone: "11977771234", email: "MARIA.erasable@example.com" },
+    });
+    expect(again.created).toBe(true);
+    expect(again.contact!.id).not.toBe(ct.id);
+    expect(
+      await caught(crm.contacts.updateContact({ workspaceId: w, id: ct.id, fields: { name: "x" } })),
+    ).toMatchObject({ code: "not_found" });
+    expect(await caught(crm.contacts.archiveContact({ workspaceId: w, id: ct.id }))).toMatchObject({
+      code: "not_found",
+    });
+    expect(
+      await caught(
+        crm.opportunities.createOpportunity({
+          workspaceId: w,
+          input: { contactId: ct.id, pipelineId: pl.id, title: "Again" },
+        }),
+      ),
+    ).toMatchObject({ code: "invalid_reference", details: [{ path: "contactId" }] });
+    expect(
+      await caught(crm.notes.createNote({ workspaceId: w, contactId: ct.id, body: "hi", userId })),
+    ).toMatchObject({ code: "invalid_reference", details: [{ path: "contactId" }] });
+  });
+
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: a second erase is 404; under the first's Idempotency-Key it replays the first answer", async () => {
+    const w = ws();
+    const { ct } = await filled(w);
+    const seen: string[] = [];
+    const onHeader = (h: Headers) => seen.push(h.get(REPLAYED_HEADER) ?? "fresh");
+    const first = await crm.contacts.eraseContact({ workspaceId: w, id: ct.id, idempotencyKey: "e1" });
+    const replay = await crm.contacts.eraseContact(
+      { workspaceId: w, id: ct.id, idempotencyKey: "e1" },
+      { onHeader },
+    );
+    expect(replay).toEqual(first);
+    expect(seen).toEqual(["true"]);
+    expect(await caught(crm.contacts.eraseContact({ workspaceId: w, id: ct.id }))).toMatchObject({
+      grpc: Code.NotFound,
+      code: "not_found",
+    });
+    expect(await caught(crm.contacts.eraseContact({ workspaceId: ws(), id: ct.id }))).toMatchObject({
+      code: "not_found",
+    });
+  });
+
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: a remembered answer that carried the contact replays 404, without its data", async () => {
+    const w = ws();
+    await filled(w);
+    const ct = (await crm.contacts.listContacts({ workspaceId: w })).data[0]!;
+    await crm.contacts.eraseContact({ workspaceId: w, id: ct.id });
+    const [key] = await sql`
+      select response_body from idempotency_keys where workspace_id = ${w} and key = 'upsert-maria'`;
+    expect(JSON.stringify(key)).not.toMatch(/Maria|97777/);
+    expect(
+      await caught(
+        crm.contacts.upsertContact({
+          workspaceId: w,
+          fields: {
+            name: "Maria Erasable",
+            phone: "+55 11 97777-1234",
+            email: "maria.erasable@example.com",
+            cpf: "123.456.789-09",
+            tags: { values: ["lead"] },
+          },
+          idempotencyKey: "upsert-maria",
+        }),
+      ),
+    ).toMatchObject({ code: "not_found" });
+  });
+
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: a note written while the erasure is in flight waits for it, then is a 422", async () => {
+    const w = ws();
+    const { ct, userId } = await filled(w);
+    let note: Promise<unknown> | undefined;
+    await sql.begin(async (tx) => {
+      await deps.contacts.erase(w, ct.id, now, tx);
+      note = caught(crm.notes.createNote({ workspaceId: w, contactId: ct.id, body: "late", userId }));
+      // The note's check has reached the database and waits on the erasure's lock.
+      await new Promise((r) => setTimeout(r, 300));
+    });
+    expect(await note).toMatchObject({ code: "invalid_reference", details: [{ path: "contactId" }] });
+    expect(await sql`select 1 from notes where workspace_id = ${w}`).toEqual([]);
+  });
+
+  it("docs/api/events.md §Every event type: contact.erased is written with the erasure, carrying only the id and when", async () => {
+    const w = ws();
+    const { ct } = await filled(w);
+    await crm.contacts.eraseContact({ workspaceId: w, id: ct.id });
+    const [row] = await sql<{ envelope: { type: string; data: unknown } }[]>`
+      select envelope from outbox where envelope->>'workspaceId' = ${w} and envelope->>'type' = 'contact.erased'`;
+    expect(row?.envelope.data).toEqual({ id: ct.id, erasedAt: now.toISOString() });
   });
 });
 

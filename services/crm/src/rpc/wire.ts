@@ -3,6 +3,7 @@ import {
   type Contact,
   ContactSchema,
   CustomFieldSchema,
+  EraseContactResponseSchema,
   FunnelSchema,
   MemberSchema,
   NoteSchema,
@@ -17,6 +18,7 @@ import { isoString } from "@funil/schemas";
 import type { ContactRecord } from "../contacts.js";
 import type { DealRecord } from "../deals.js";
 import type { FunnelSummary, Tally } from "../funnel.js";
+import type { ErasureRecord } from "../store/contacts.js";
 import type { CustomFieldRecord } from "../store/custom-fields.js";
 import type { MemberRecord } from "../store/members.js";
 import type { NoteRecord } from "../store/notes.js";
@@ -125,6 +127,18 @@ export const noteWire = wireOf(NoteSchema, (n: NoteRecord) =>
     createdAt: isoString(n.createdAt),
   }),
 );
+
+/** The data of contact.erased (docs/api/events.md §Every event type): the contact's id and when, nothing personal. */
+export const erasureJson = (e: ErasureRecord) => ({ id: e.id, erasedAt: isoString(e.erasedAt) });
+
+export const erasureToProto = (e: ErasureRecord) =>
+  create(EraseContactResponseSchema, {
+    id: e.id,
+    erasedAt: isoString(e.erasedAt),
+    notesDeleted: e.notesDeleted,
+    tasksCleared: e.tasksCleared,
+    opportunitiesKept: e.opportunitiesKept,
+  });
 
 export const customFieldToProto = (r: CustomFieldRecord) =>
   create(CustomFieldSchema, { ...r, createdAt: isoString(r.createdAt) });

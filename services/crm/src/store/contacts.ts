@@ -1,5 +1,6 @@
 import {
   coalescedReads,
+  forgetAnswers,
   inTransaction,
   isUniqueViolation,
   newId,
@@ -29,6 +30,31 @@ export type EmitContactEvent = (
   type: "contact.created" | "contact.updated",
   contact: ContactRecord,
 ) => Promise<void>;
+
+/** What an erasure did in crm (docs/api/contacts.md §POST /contacts/{id}/erase). */
+export interface ErasureRecord {
+  workspaceId: string;
+  id: string;
+  erasedAt: Date;
+  notesDeleted: number;
+  tasksCleared: number;
+  opportunitiesKept: number;
+}
+
+/** Emits contact.erased inside the erasure's transaction (outbox). */
+export type EmitErasure = (
+  tx: TransactionSql,
+  type: "contact.erased",
+  erasure: ErasureRecord,
+) => Promise<void>;
+
+/** The remembered answers under an Idempotency-Key that carry an erased contact's data. */
+const answersAbout = (id: string) => [
+  { ok: { contact: { id } } },
+  { ok: { id } },
+  { ok: { note: { contactId: id } } },
+  { ok: { task: { contactId: id } } },
+];
 
 export interface ContactFilters {
   query?: string;
@@ -82,21 +108,26 @@ async function checkOwner(
   return checkReferences(tx, workspaceId, [{ path: "ownerUserId", kind: "member", id: next.ownerUserId }]);
 }
 
-export function contactStore(sql: Sql, emit: EmitContactEvent) {
+export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: EmitErasure) {
   async function lockOne(tx: TransactionSql, where: ReturnType<Sql>) {
     const [row] = await tx<ContactRecord[]>`select ${columns(tx)} from contacts where ${where} for update`;
     return row;
   }
 
+  /** A contact that is not erased: a tombstone is as absent as an id that never existed. */
+  const live = (workspaceId: string, id: string): ReturnType<Sql> =>
+    sql`workspace_id = ${workspaceId} and id = ${id} and status <> 'erased'`;
+
   /** A contact by id; the reads of one RPC batch in one statement. */
   const get = coalescedReads<ContactRecord>(sql, {
     async one(workspaceId, id) {
-      const [row] = await sql<ContactRecord[]>`
-        select ${columns(sql)} from contacts where workspace_id = ${workspaceId} and id = ${id}`;
+      const [row] = await sql<
+        ContactRecord[]
+      >`select ${columns(sql)} from contacts where ${live(workspaceId, id)}`;
       return row;
     },
     many: (keys) => sql<ContactRecord[]>`
-      select ${columns(sql)} from contacts where (workspace_id, id) in ${keys}`,
+      select ${columns(sql)} from contacts where (workspace_id, id) in ${keys} and status <> 'erased'`,
   });
 
   return {
@@ -186,7 +217,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
     async update(workspaceId: string, id: string, patch: ContactChanges, now: Date) {
       try {
         return await sql.begin(async (tx) => {
-          const found = await lockOne(tx, sql`workspace_id = ${workspaceId} and id = ${id}`);
+          const found = await lockOne(tx, live(workspaceId, id));
           if (!found) return undefined;
           const next = applyPatch(found, patch);
           if (sameState(found, next)) return found;
@@ -215,12 +246,55 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
       outer?: TransactionSql,
     ) {
       return inTransaction(sql, outer, async (tx) => {
-        const found = await lockOne(tx, sql`workspace_id = ${workspaceId} and id = ${id}`);
+        const found = await lockOne(tx, live(workspaceId, id));
         if (!found || found.status === status) return found;
         const [row] = await tx<ContactRecord[]>`
           update contacts set status = ${status}, updated_at = ${now} where id = ${id} returning ${columns(tx)}`;
         await emit(tx, "contact.updated", row!);
         return row!;
+      });
+    },
+
+    /**
+     * docs/api/contacts.md §POST /contacts/{id}/erase: in one transaction the row becomes a tombstone (every personal
+     * field emptied, status erased), its notes are deleted, its tasks lose their body, its deals stay
+     * (those outside the trash counted), the remembered answers that carry its data are forgotten, and contact.erased is written
+     * to the outbox. Undefined when there is no such contact (or it is already erased).
+     */
+    async erase(
+      workspaceId: string,
+      id: string,
+      now: Date,
+      outer?: TransactionSql,
+    ): Promise<ErasureRecord | undefined> {
+      return inTransaction(sql, outer, async (tx) => {
+        const found = await lockOne(tx, live(workspaceId, id));
+        if (!found) return undefined;
+        await tx`
+          update contacts set ${tx(stateColumns(tx, emptyContact()))}, status = 'erased', updated_at = ${now}
+          where id = ${id}`;
+        const notes = await tx`
+          delete from notes where workspace_id = ${workspaceId} and contact_id = ${id} returning 1`;
+        const tasks = await tx`
+          update tasks set body = null
+          where workspace_id = ${workspaceId} and contact_id = ${id} and body is not null returning 1`;
+        const [deals] = await tx<{ count: number }[]>`
+          select count(*)::int as count from opportunities
+          where workspace_id = ${workspaceId} and contact_id = ${id} and trashed_at is null`;
+        await forgetAnswers(tx, workspaceId, answersAbout(id), {
+          code: "not_found",
+          message: "contact not found",
+        });
+        const erasure: ErasureRecord = {
+          workspaceId,
+          id,
+          erasedAt: now,
+          notesDeleted: notes.length,
+          tasksCleared: tasks.length,
+          opportunitiesKept: deals!.count,
+        };
+        await emitErasure(tx, "contact.erased", erasure);
+        return erasure;
       });
     },
   };

@@ -12,7 +12,7 @@ export interface Reference {
 
 /**
  * Checks that every referenced row exists in the workspace (a trashed deal
- * does not); throws one 422 invalid_reference naming each missing one
+ * and an erased contact do not); throws one 422 invalid_reference naming each missing one
  * (docs/api/conventions.md §Errors). The foreign keys of the tables stay the final guard.
  */
 export async function checkReferences(
@@ -24,7 +24,11 @@ export async function checkReferences(
   const found = await Promise.all(
     refs.map((ref) =>
       ref.kind === "contact"
-        ? tx`select 1 from contacts where workspace_id = ${workspaceId} and id = ${ref.id}`
+        ? // Locked as its foreign key would lock it: a write racing an erasure waits for it, then sees
+          // the contact erased (the row is read again once the erasure commits).
+          tx`
+            select 1 from contacts where workspace_id = ${workspaceId} and id = ${ref.id} and status <> 'erased'
+            for key share`
         : ref.kind === "pipeline"
           ? tx`select 1 from pipelines where workspace_id = ${workspaceId} and id = ${ref.id}`
           : ref.kind === "member"

@@ -1,5 +1,5 @@
 import { WEBHOOK_EVENTS, type WebhookEvent, z } from "@funil/schemas";
-import { appointment, contact, deal } from "../schemas/responses.js";
+import { appointment, contact, deal, erasedContact } from "../schemas/responses.js";
 
 /**
  * The event catalog (docs/api/webhooks.md §Event catalog): every
@@ -15,6 +15,11 @@ const EVENTS: Record<WebhookEvent, { description: string; data: z.ZodType }> = {
     description:
       "any real change of a contact: an upsert that changed something, a PATCH, archive, unarchive",
     data: contact,
+  },
+  "contact.erased": {
+    description:
+      "a contact's personal data was erased (POST /contacts/{id}/erase): erase what you keep of it",
+    data: erasedContact,
   },
   "opportunity.created": { description: "a deal is created", data: deal },
   "opportunity.stage_changed": { description: "a PATCH moved the deal to another stage", data: deal },

@@ -119,6 +119,34 @@ export const contact = apiSchema(ContactSchema, { narrow: { status: contactStatu
 /** The single read adds the human touches (docs/api/contacts.md §GET /contacts/{id}): never in the list. */
 export const contactDetail = contact.extend(touches).meta({ id: "ContactDetail" });
 
+/** The answer of POST /contacts/{id}/erase (docs/api/contacts.md §POST /contacts/{id}/erase). */
+export const contactErasure = z
+  .object({
+    id: z.string().describe("the erased contact's id: every read of it is 404 from now on"),
+    erasedAt: z.string().describe("when crm erased it; the data of the contact.erased event"),
+    crm: z
+      .object({
+        notesDeleted: z.number().int().describe("the contact's notes, deleted"),
+        tasksCleared: z
+          .number()
+          .int()
+          .describe("the contact's tasks whose body was erased (title and dates stay)"),
+        opportunitiesKept: z
+          .number()
+          .int()
+          .describe(
+            "the contact's deals outside the trash, kept for the funnel; their contactId names the erased contact",
+          ),
+      })
+      .describe("what crm erased, before this answer"),
+    asynchronous: z
+      .array(z.enum(["timeline", "scheduling", "webhooks"]))
+      .describe("the services that erase their copies once they take contact.erased from the event stream"),
+  })
+  .meta({ id: "ContactErasure" });
+/** The data of contact.erased: the id and when, nothing personal (docs/api/events.md §Every event type). */
+export const erasedContact = z.object({ id: z.string(), erasedAt: z.string() }).meta({ id: "ErasedContact" });
+
 export const deal = apiSchema(OpportunitySchema, { narrow: { status: dealStatus } }).meta({
   id: "Opportunity",
 });

@@ -206,3 +206,84 @@ describe("ingest consumers (docs/api/interactions.md §Ingest)", () => {
     }
   }, 40_000);
 });
+
+describe("contact.erased (docs/api/contacts.md §POST /contacts/{id}/erase)", () => {
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: the contact's previews, sender phones and summary go, once; what is ingested after is stored without them", async () => {
+    const ws = `ws_erase_${Date.now()}`;
+    const js = jetstream(nc);
+    const message = (rowId: number, contactId: string) => ({
+      workspaceId: ws,
+      rowId,
+      channel: "whatsapp",
+      direction: "inbound",
+      contactId,
+      conversationId: `cv_${contactId}`,
+      channelInstanceId: "inst1",
+      senderPhone: "+55 11 97777-1234",
+      sentAt: new Date(Date.UTC(2026, 0, 1, 0, rowId)).toISOString(),
+      preview: "Oi, aqui é a Maria",
+    });
+    const reply = { ...message(3, "ct_gone"), direction: "outbound", senderUserId: "u1", senderKind: "user" };
+    const erased = {
+      id: `evt_erase_${ws}`,
+      type: "contact.erased",
+      workspaceId: ws,
+      occurredAt: "2026-01-02T00:00:00.000Z",
+      data: { id: "ct_gone", erasedAt: "2026-01-02T00:00:00.000Z" },
+    };
+    const consumers = await startConsumers({ nc, names, log: pino({ level: "silent" }) }, timelineDeps(sql));
+    try {
+      for (const m of [message(1, "ct_gone"), message(2, "ct_kept"), reply])
+        await js.publish(names.subject("ingest.inbox.message"), JSON.stringify(m));
+      await expect
+        .poll(async () => (await sql`select 1 from interactions where workspace_id = ${ws}`).length, {
+          timeout: 10_000,
+        })
+        .toBe(3);
+      // The same event twice (a redelivery): applied once.
+      for (let i = 0; i < 2; i++)
+        await js.publish(names.subject("events.contact.erased"), JSON.stringify(erased));
+      await expect
+        .poll(async () => (await sql`select 1 from erased_contacts where workspace_id = ${ws}`).length, {
+          timeout: 10_000,
+        })
+        .toBe(1);
+      // Ingested after the erasure, whatever the order the streams deliver in.
+      await js.publish(
+        names.subject("ingest.inbox.message"),
+        JSON.stringify({
+          ...message(4, "ct_gone"),
+          senderUserId: "u1",
+          senderKind: "user",
+          direction: "outbound",
+        }),
+      );
+      await expect
+        .poll(async () => (await sql`select 1 from interactions where workspace_id = ${ws}`).length, {
+          timeout: 10_000,
+        })
+        .toBe(4);
+      const rows = await sql`
+        select id, contact_id, preview, sender_phone from interactions where workspace_id = ${ws} order by id`;
+      expect(rows).toEqual([
+        { id: "msg:1", contactId: "ct_gone", preview: null, senderPhone: null },
+        {
+          id: "msg:2",
+          contactId: "ct_kept",
+          preview: "Oi, aqui é a Maria",
+          senderPhone: "+55 11 97777-1234",
+        },
+        { id: "msg:3", contactId: "ct_gone", preview: null, senderPhone: null },
+        { id: "msg:4", contactId: "ct_gone", preview: null, senderPhone: null },
+      ]);
+      expect(
+        await sql`select 1 from contact_touches where workspace_id = ${ws} and contact_id = 'ct_gone'`,
+      ).toEqual([]);
+      expect(
+        await sql`select 1 from inbox where consumer = 'timeline-erasures' and message_id = ${erased.id}`,
+      ).toHaveLength(1);
+    } finally {
+      await Promise.all(consumers.map((c) => c.stop()));
+    }
+  }, 40_000);
+});

@@ -1,6 +1,7 @@
 import { type Consumer, consume, consumeBatches, consumerSpec, type JsMsg } from "@funil/bus";
 import type { Infra } from "@funil/rpc";
 import { causeOf } from "@funil/rpc";
+import { contactErasureOf } from "@funil/schemas";
 import { ledgerItemOf } from "../activity.js";
 import {
   type Assignment,
@@ -9,6 +10,7 @@ import {
   ingestItemOf,
   noteInteractionOf,
 } from "../ingest.js";
+import type { ErasureStore } from "../store/erasures.js";
 import type { InteractionStore } from "../store/interactions.js";
 import type { SummaryStore } from "../store/summaries.js";
 import { deadLetters, handler, subjectOf } from "./dead-letter.js";
@@ -36,15 +38,19 @@ type OnError = (err: unknown) => void;
  */
 export async function startConsumers(
   infra: ConsumerInfra,
-  stores: { interactions: InteractionStore; summaries: SummaryStore },
+  stores: { interactions: InteractionStore; summaries: SummaryStore; erasures: ErasureStore },
 ): Promise<Consumer[]> {
   const { names, log } = infra;
-  const { interactions, summaries } = stores;
+  const { interactions, summaries, erasures } = stores;
   const onError: OnError = (err) => log.warn({ cause: causeOf(err) }, "consumer: will retry");
   const ingest = ingestBatches(infra, interactions, onError);
 
   const events = handler(infra, async (subject, msg) => {
     const event = msg.json();
+    if (subject === "events.contact.erased") {
+      await erasures.erase(contactErasureOf(event));
+      return;
+    }
     if (subject === "events.note.created") await interactions.add(noteInteractionOf(event));
     await summaries.record(ledgerItemOf(event));
   });

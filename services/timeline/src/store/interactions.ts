@@ -90,19 +90,30 @@ export function interactionStore(sql: Sql) {
    * whatever order the interactions arrive in); each conversation's owner
    * moved to the latest assignment unless a later one is already known.
    * Rows are written in key order, so concurrent batches lock them in the
-   * same order. Returns how many interactions were new.
+   * same order. An erased contact's interactions are stored without preview and sender phone, and
+   * without a summary (docs/api/contacts.md §POST /contacts/{id}/erase). Returns how many interactions were new.
    */
   async function store(records: InteractionRecord[], assignments: Assignment[] = []): Promise<number> {
     const [row] = await sql<{ added: number }[]>`
       with added as (
-        insert into interactions
-        select * from jsonb_populate_recordset(null::interactions, ${sql.json(distinctInteractions(records))})
-        order by workspace_id, id
+        insert into interactions (workspace_id, id, kind, channel, direction, actor, user_id, contact_id,
+          opportunity_id, conversation_id, channel_instance_id, sender_phone, created_at, duration_sec, status,
+          preview)
+        select r.workspace_id, r.id, r.kind, r.channel, r.direction, r.actor, r.user_id, r.contact_id,
+          r.opportunity_id, r.conversation_id, r.channel_instance_id,
+          case when e.contact_id is null then r.sender_phone end, r.created_at, r.duration_sec, r.status,
+          case when e.contact_id is null then r.preview end
+        from jsonb_populate_recordset(null::interactions, ${sql.json(distinctInteractions(records))}) r
+        left join erased_contacts e on e.workspace_id = r.workspace_id and e.contact_id = r.contact_id
+        order by r.workspace_id, r.id
         on conflict do nothing
         returning workspace_id, contact_id, created_at, actor
       ), touched as (
         insert into contact_touches (workspace_id, contact_id, first_at, last_at)
-        select workspace_id, contact_id, min(created_at), max(created_at) from added where actor = 'user'
+        select workspace_id, contact_id, min(created_at), max(created_at) from added a
+        where actor = 'user'
+          and not exists (
+            select 1 from erased_contacts e where e.workspace_id = a.workspace_id and e.contact_id = a.contact_id)
         group by workspace_id, contact_id
         order by workspace_id, contact_id
         on conflict (workspace_id, contact_id) do update

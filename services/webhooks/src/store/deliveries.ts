@@ -1,5 +1,6 @@
 import { type EventEnvelope, inBatches, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
 import type { AttemptResult, Next } from "../schedule.js";
+import { erasedBodies } from "./erasures.js";
 import { appendEvents, type StreamEvent } from "./event-log.js";
 
 /** A delivery as the API shows it (docs/api/webhooks.md §Delivery). */
@@ -154,16 +155,20 @@ function fanOutAndSweep(sql: Sql, subject: (subscriptionId: string) => string) {
         );
         const todo = events.filter((e) => fresh.delete(e.id));
         if (todo.length === 0) return 0;
-        const bodies = todo.map(deliveryBody);
-        await appendEvents(tx, todo, bodies);
-        const matches = await tx<{ n: number; id: string }[]>`
+        // The bodies (erasures.ts: redacted for a contact erased before) are read in the same round trip
+        // as the subscriptions that match; the log and the deliveries keep the same bodies.
+        const [matches, bodies] = await Promise.all([
+          tx<{ n: number; id: string }[]>`
           select e.n::int as n, s.id
           from unnest(${todo.map((e) => e.workspaceId)}::text[], ${todo.map((e) => e.type)}::text[],
             ${todo.map((e) => new Date(e.occurredAt).toISOString())}::timestamptz[])
             with ordinality as e(workspace_id, type, occurred_at, n)
           join subscriptions s on s.workspace_id = e.workspace_id and s.active
             and s.events @> array[e.type] and s.created_at <= e.occurred_at
-          for key share of s`;
+          for key share of s`,
+          erasedBodies(tx, todo, todo.map(deliveryBody)),
+        ]);
+        await appendEvents(tx, todo, bodies);
         if (matches.length === 0) return 0;
         // Each event's fields and body are sent once, however many subscriptions it goes to. Nothing is
         // returned: the ids are made here, and one that met the unique key (the event came back after its

@@ -10,7 +10,7 @@ import {
   withIdempotencyKey,
 } from "../../idempotency.js";
 import { errorResponses } from "../../schemas/common.js";
-import { contact, contactDetail, page } from "../../schemas/responses.js";
+import { contact, contactDetail, contactErasure, page } from "../../schemas/responses.js";
 import { touchesJson } from "../../touches.js";
 import type { RouteApp } from "../app.js";
 
@@ -22,11 +22,15 @@ const writeErrors = errorResponses(400, 401, 403, 404, 409, 422);
 
 const json = (res: { contact?: Contact }) => toApiJson(ContactSchema, res.contact!);
 
+/** The services that erase their copies of a contact when contact.erased reaches them. */
+const ERASED_ASYNCHRONOUSLY = ["timeline", "scheduling", "webhooks"] as const;
+
 export const contactRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
   async (app) => {
     contactReads(app, ctx);
     contactWrites(app, ctx);
+    contactErase(app, ctx);
   };
 
 /** GET /contacts and GET /contacts/{id}. */
@@ -158,4 +162,45 @@ function contactWrites(app: RouteApp, ctx: GatewayContext) {
         ),
     );
   }
+}
+
+/** POST /contacts/{id}/erase (docs/api/contacts.md §POST /contacts/{id}/erase). */
+function contactErase(app: RouteApp, ctx: GatewayContext) {
+  app.post(
+    "/contacts/:id/erase",
+    {
+      config: write,
+      schema: {
+        operationId: "eraseContact",
+        tags: ["contacts"],
+        summary: "Erase a contact's personal data everywhere (LGPD, GDPR); not reversible",
+        description:
+          "crm erases at once (the contact becomes a tombstone: 404 to every read; its notes go, its " +
+          "tasks lose their body, its deals stay for the funnel) and emits contact.erased; the timeline, " +
+          "scheduling and webhooks erase their copies when it reaches them. An erased contact is 404, a " +
+          `second erase included. ${IDEMPOTENCY_NOTE}`,
+        params: idParam,
+        headers: idempotencyHeaders,
+        response: { 200: contactErasure, ...errors, ...idempotencyErrors },
+      },
+    },
+    async (req, reply) => {
+      const res = await withIdempotencyKey(req, reply, (idempotencyKey, options) =>
+        ctx.crm.contacts.eraseContact(
+          { workspaceId: req.caller.workspaceId, id: req.params.id, idempotencyKey },
+          options,
+        ),
+      );
+      return {
+        id: res.id,
+        erasedAt: res.erasedAt,
+        crm: {
+          notesDeleted: res.notesDeleted,
+          tasksCleared: res.tasksCleared,
+          opportunitiesKept: res.opportunitiesKept,
+        },
+        asynchronous: [...ERASED_ASYNCHRONOUSLY],
+      };
+    },
+  );
 }
