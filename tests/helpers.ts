@@ -136,6 +136,8 @@ export async function eventsSubscriber() {
     },
     /** Every event seen so far of a type, for "emitted nothing" assertions. */
     all: (type: string) => seen.filter((e) => e.type === type),
+    /** Every event seen so far (and not taken by next()), in the stream's order. */
+    inOrder: () => [...seen],
     async close() {
       messages.stop();
       await nc.close();

@@ -127,8 +127,9 @@ export async function fingerprinter() {
   const env = inject("funilEnv");
   const url = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const server = postgres(url, { max: 1, onnotice: () => {} });
-  // The timeline's database is written only by its consumers, from events of earlier requests that land
-  // at any moment: no request writes there, so it says nothing about what a 4xx did.
+  // The timeline's database, and the webhooks service's event log, are written only by consumers, from
+  // events of earlier requests that land at any moment: no request writes there, so they say nothing
+  // about what a 4xx did.
   const names = await server`
     select datname from pg_database
     where datname like ${`funil\\_${env}\\_%`} and datname <> ${`funil_${env}_timeline`}`;
@@ -139,7 +140,7 @@ export async function fingerprinter() {
       const tables = await sql<{ table_name: string; column_name: string }[]>`
         select table_name, column_name from information_schema.columns
         where table_schema = 'public' and (column_name = 'workspace_id' or (table_name = 'workspaces' and column_name = 'id'))
-          and table_name !~ '(idempot|outbox|inbox|migrations)'`;
+          and table_name !~ '(idempot|outbox|inbox|migrations|event_log)'`;
       return { sql, tables };
     }),
   );

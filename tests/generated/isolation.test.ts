@@ -205,6 +205,7 @@ it("docs/api/conventions.md §Authentication and API keys: every operation that 
     "POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/resend",
     "POST /api/v1/webhooks/{id}/recover",
     "GET /api/v1/webhooks/{id}/attempts",
+    "GET /api/v1/events",
   ])
     expect(names).toContain(route);
 });

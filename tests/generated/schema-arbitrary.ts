@@ -9,8 +9,13 @@ export type Json = any;
  */
 export type Pools = Record<string, string[]>;
 
+/** Parameters that name a resource without an Id suffix: GET /events' `after` is an event's id. */
+const NAMED_WITHOUT_ID: Record<string, string> = { after: "events" };
+
 /** The pool a field or parameter draws real ids from: `contactId` → contacts, `ownerUserId` → members. */
 export function poolOf(name: string, pools: Pools): string[] | undefined {
+  const named = NAMED_WITHOUT_ID[name];
+  if (named !== undefined) return pools[named];
   const base = name.replace(/Ids?$/, "");
   // opportunityId → opportunities (an opportunityId that found no pool went unprobed).
   const plural = base.endsWith("s") ? base : base.endsWith("y") ? `${base.slice(0, -1)}ies` : `${base}s`;

@@ -7,11 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack } from "../../scripts/stack.mjs";
 import { request } from "../helpers.js";
 import { dropDatabases, stackEnv } from "../private-stack.js";
+import { type Receiver, startReceiver } from "../receiver.js";
 
 /**
  * Nothing grows without bound (docs/operations.md §Retention): a stack of its own with short retentions
- * takes writes for a while, and what it keeps (the consumers' inbox rows, the streams' messages) levels
- * off instead of growing with what was written, then goes once the writes stop.
+ * takes writes for a while, each one also delivered to a webhook subscription, and what it keeps (the
+ * consumers' inbox rows, the streams' messages, the webhook deliveries, their attempt log and the event
+ * log) levels off instead of growing with what was written, then goes once the writes stop.
  *
  * `npm test` runs it for a few seconds with retentions of seconds. SOAK_MINUTES=30 runs it for that long
  * with minute-scale retentions and prints the sizes it sampled.
@@ -21,6 +23,9 @@ const LONG = MINUTES > 0;
 const WRITE_MS = LONG ? MINUTES * 60_000 : 12_000;
 const STREAM_AGE_MS = LONG ? 60_000 : 2_000;
 const INBOX_MS = LONG ? 90_000 : 3_000;
+// The webhooks service's deliveries, attempts and event log, in days as its settings take them.
+const WEBHOOKS_KEPT_MS = LONG ? 90_000 : 3_000;
+const WEBHOOKS_KEPT_DAYS = String(WEBHOOKS_KEPT_MS / 86_400_000);
 const SWEEP_MS = LONG ? 10_000 : 500;
 const SAMPLE_MS = LONG ? 10_000 : 1_000;
 
@@ -34,6 +39,7 @@ const INBOXES = ["webhooks", "learning", "timeline", "crm", "scheduling"];
 let stack: any;
 let server: postgres.Sql;
 let nc: Awaited<ReturnType<typeof connect>>;
+let rx: Receiver;
 
 beforeAll(async () => {
   await dropDatabases(ENV, SERVER);
@@ -47,27 +53,35 @@ beforeAll(async () => {
     WEBHOOK_JOBS_MAX_AGE_MS: String(STREAM_AGE_MS),
     INBOX_RETENTION_MS: String(INBOX_MS),
     RETENTION_SWEEP_MS: String(SWEEP_MS),
+    WEBHOOK_ATTEMPT_RETENTION_DAYS: WEBHOOKS_KEPT_DAYS,
+    WEBHOOK_DELIVERY_RETENTION_DAYS: WEBHOOKS_KEPT_DAYS,
+    EVENT_LOG_RETENTION_DAYS: WEBHOOKS_KEPT_DAYS,
+    // The receiver listens on loopback.
+    WEBHOOK_ALLOW_HTTP: "true",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
   });
   stack = await startStack({ env, port: 0, stdio: "ignore", log: () => {} });
   server = postgres(SERVER, { max: 1, onnotice: () => {} });
   nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" });
+  rx = await startReceiver();
 }, 120_000);
 
 afterAll(async () => {
   await stack?.stop();
   await nc?.close();
   await server?.end();
+  await rx?.close();
   await dropDatabases(ENV, SERVER);
 });
 
-/** Rows in every service's inbox, and messages in every stream, now. */
+const database = (service: string) =>
+  postgres(SERVER.replace(/\/[^/]*$/, `/${names.database(service)}`), { max: 1, onnotice: () => {} });
+
+/** Rows in every service's inbox, messages in every stream, and the webhooks service's rows, now. */
 async function sizes() {
   let inbox = 0;
   for (const service of INBOXES) {
-    const db = postgres(SERVER.replace(/\/[^/]*$/, `/${names.database(service)}`), {
-      max: 1,
-      onnotice: () => {},
-    });
+    const db = database(service);
     try {
       inbox += (await db<{ n: number }[]>`select count(*)::int as n from inbox`)[0]!.n;
     } finally {
@@ -77,12 +91,23 @@ async function sizes() {
   const jsm = await jetstreamManager(nc);
   let messages = 0;
   for (const stream of STREAMS) messages += (await jsm.streams.info(names.stream(stream))).state.messages;
-  return { inbox, messages };
+  const db = database("webhooks");
+  try {
+    const [rows] = await db<{ deliveries: number; attempts: number; events: number }[]>`
+      select (select count(*)::int from deliveries) as deliveries, (select count(*)::int from attempts) as attempts,
+        (select count(*)::int from event_log) as events`;
+    return { inbox, messages, ...rows! };
+  } finally {
+    await db.end();
+  }
 }
+
+type Size = "inbox" | "messages" | "deliveries" | "attempts" | "events";
+const KEPT: Size[] = ["inbox", "messages", "deliveries", "attempts", "events"];
 
 describe("retention: what the stack keeps levels off (docs/operations.md §Retention)", () => {
   it(
-    `under ${LONG ? `${MINUTES} minutes` : "a few seconds"} of writes the inbox rows and stream messages level off, and go once the writes stop`,
+    `under ${LONG ? `${MINUTES} minutes` : "a few seconds"} of writes the inbox rows, stream messages, webhook deliveries, attempts and event log level off, and go once the writes stop`,
     async () => {
       const admin = (method: string, path: string, body?: unknown) =>
         request(method, `${stack.gatewayUrl}/admin/v1${path}`, body, {
@@ -91,12 +116,19 @@ describe("retention: what the stack keeps levels off (docs/operations.md §Reten
       const ws = await admin("POST", "/workspaces", { name: "Soak" });
       const key = await admin("POST", `/workspaces/${ws.body.id}/keys`, {
         name: "soak",
-        scopes: ["contacts.write", "contacts.read"],
+        scopes: ["contacts.write", "contacts.read", "webhooks.manage"],
       });
       const auth = { authorization: `Bearer ${key.body.secret}` };
+      const hook = await request(
+        "POST",
+        `${stack.gatewayUrl}/api/v1/webhooks`,
+        { url: rx.url("/soak"), events: ["contact.created"] },
+        auth,
+      );
+      expect(hook.status).toBe(201);
 
       let written = 0;
-      const samples: Array<{ at: number; written: number; inbox: number; messages: number }> = [];
+      const samples: Array<{ at: number; written: number } & Record<Size, number>> = [];
       const started = Date.now();
       let nextSample = started + SAMPLE_MS;
       while (Date.now() - started < WRITE_MS) {
@@ -123,23 +155,25 @@ describe("retention: what the stack keeps levels off (docs/operations.md §Reten
       // the run alone wrote.
       const last = samples.at(-1)!;
       const half = samples.find((s) => s.at >= WRITE_MS / 2)!;
-      expect(last.inbox).toBeLessThan(half.written);
-      expect(last.messages).toBeLessThan(half.written);
+      for (const k of KEPT) expect(last[k], k).toBeLessThan(half.written);
+      // The writes did reach the receiver, and the webhooks service kept something of them for a while.
+      expect(rx.at("/soak").length).toBeGreaterThan(0);
+      for (const k of ["deliveries", "attempts", "events"] as const)
+        expect(Math.max(...samples.map((s) => s[k])), k).toBeGreaterThan(0);
       const lateThird = samples.filter((s) => s.at >= (2 * WRITE_MS) / 3);
       const middleThird = samples.filter((s) => s.at >= WRITE_MS / 3 && s.at < (2 * WRITE_MS) / 3);
       if (LONG) {
-        const peak = (xs: typeof samples, k: "inbox" | "messages") => Math.max(...xs.map((s) => s[k]));
-        expect(peak(lateThird, "inbox")).toBeLessThanOrEqual(1.3 * peak(middleThird, "inbox"));
-        expect(peak(lateThird, "messages")).toBeLessThanOrEqual(1.3 * peak(middleThird, "messages"));
+        const peak = (xs: typeof samples, k: Size) => Math.max(...xs.map((s) => s[k]));
+        for (const k of KEPT) expect(peak(lateThird, k), k).toBeLessThanOrEqual(1.3 * peak(middleThird, k));
       }
 
       // Once the writes stop, everything goes within a retention and a sweep.
       await expect
         .poll(sizes, {
-          timeout: 3 * Math.max(STREAM_AGE_MS, INBOX_MS) + 4 * SWEEP_MS + 10_000,
+          timeout: 3 * Math.max(STREAM_AGE_MS, INBOX_MS, WEBHOOKS_KEPT_MS) + 4 * SWEEP_MS + 10_000,
           interval: 250,
         })
-        .toEqual({ inbox: 0, messages: 0 });
+        .toEqual({ inbox: 0, messages: 0, deliveries: 0, attempts: 0, events: 0 });
     },
     WRITE_MS + 180_000,
   );

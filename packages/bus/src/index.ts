@@ -540,3 +540,21 @@ export interface ConsumerStats {
   pending: number | undefined;
 }
 export type Consumer = Awaited<ReturnType<typeof consume>>;
+
+/**
+ * The stream sequence up to which a durable consumer has acknowledged every message (its ack floor):
+ * whatever the consumer does with a message, it has done for each one at or below it, in whichever
+ * order its copies handled them. Each call asks the server, and gives up after BUS_TIMING's request
+ * timeout.
+ */
+export function acknowledgedUpTo(nc: NatsConnection, stream: string, durable: string) {
+  let jsm: Promise<Jsm> | undefined;
+  return async (): Promise<number> => {
+    jsm ??= jetstreamManager(nc, { timeout: BUS_TIMING.requestTimeoutMs }).catch((err: unknown) => {
+      jsm = undefined;
+      throw err;
+    });
+    const info = await (await jsm).consumers.info(stream, durable);
+    return info.ack_floor.stream_seq;
+  };
+}

@@ -84,3 +84,24 @@ export const listAttemptsQuery = z.strictObject({
   cursor: cursor.optional(),
   limit: limit(100),
 });
+
+/** GET /events?type=: one event type, or a comma-separated list of them. */
+const eventTypeList = z
+  .string()
+  .min(1, "must not be empty")
+  .max(500, "at most 500 characters")
+  .refine(
+    (v) => v.split(",").every((t) => Object.hasOwn(WEBHOOK_EVENTS, t.trim())),
+    `a comma-separated list of ${eventNames.join(", ")}`,
+  );
+
+/** The event types of GET /events?type= (validated by listEventsQuery), once each, in the order given. */
+export const eventTypesOf = (type: string) => [...new Set(type.split(",").map((t) => t.trim()))];
+
+/** GET /events: a workspace's events after the one the client processed last, in the stream's order. */
+export const listEventsQuery = z.strictObject({
+  after: ref.optional(),
+  type: eventTypeList.optional(),
+  cursor: cursor.optional(),
+  limit: limit(100),
+});

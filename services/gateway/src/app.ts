@@ -22,6 +22,7 @@ import { appointmentRoutes } from "./routes/v1/appointments.js";
 import { calendarRoutes } from "./routes/v1/calendars.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { customFieldRoutes } from "./routes/v1/custom-fields.js";
+import { eventRoutes } from "./routes/v1/events.js";
 import { funnelRoutes } from "./routes/v1/funnel.js";
 import { interactionRoutes } from "./routes/v1/interactions.js";
 import { memberRoutes } from "./routes/v1/members.js";
@@ -110,6 +111,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(appointmentRoutes(ctx));
       await v1.register(webhookRoutes(ctx));
       await v1.register(webhookDeliveryRoutes(ctx));
+      await v1.register(eventRoutes(ctx));
       await v1.register(platformUserRoutes(ctx));
     },
     { prefix: "/api/v1" },

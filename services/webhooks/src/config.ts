@@ -1,6 +1,8 @@
 import { baseEnv, booleanFlag, port, rpcUrl, z } from "@funil/config";
 
 const ms = z.coerce.number().int().min(0);
+/** A retention in days; a fraction is allowed (the soak test keeps seconds: 0.00005 is 4.3 s). */
+const days = z.coerce.number().positive();
 
 /** Delays before attempts 2..6 (docs/operations.md §Configuration), in milliseconds, comma-separated. */
 const schedule = z
@@ -30,11 +32,13 @@ export const webhooksConfig = baseEnv.extend({
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(256),
   WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).default(16),
   /** How long the attempt log keeps an attempt (docs/api/webhooks.md §Attempt log). */
-  WEBHOOK_ATTEMPT_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+  WEBHOOK_ATTEMPT_RETENTION_DAYS: days.default(30),
   /**
    * How long a delivery that is over (delivered or dead) is kept: the deliveries list and recover reach
    * back this far (docs/operations.md §Retention). A pending delivery is never swept.
    */
-  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+  WEBHOOK_DELIVERY_RETENTION_DAYS: days.default(30),
+  /** How long the event log keeps an event: how far back GET /events reaches (docs/operations.md §Retention). */
+  EVENT_LOG_RETENTION_DAYS: days.default(30),
 });
 export type WebhooksConfig = z.output<typeof webhooksConfig>;

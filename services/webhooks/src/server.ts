@@ -4,6 +4,7 @@ import { AuthService } from "@funil/contracts";
 import type { Sweep } from "@funil/db";
 import { type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
+import { loggedUpTo } from "./events/event-log.js";
 import { startFanOut } from "./events/fanout.js";
 import { startSender } from "./events/sender.js";
 import { threadPoster } from "./poster-thread.js";
@@ -12,6 +13,7 @@ import type { WebhookDeps } from "./rpc/webhooks.js";
 import { secretBox } from "./secrets.js";
 import { attemptStore } from "./store/attempts.js";
 import { deliveryStore } from "./store/deliveries.js";
+import { eventLogStore } from "./store/event-log.js";
 import { resendStore } from "./store/resend.js";
 import { subscriptionStore } from "./store/subscriptions.js";
 
@@ -19,7 +21,7 @@ export const migrations = fileURLToPath(new URL("../migrations", import.meta.url
 
 /** The stores and collaborators of the handlers, on one database. */
 export function webhookDeps(
-  infra: Pick<Infra, "sql" | "names" | "clock">,
+  infra: Pick<Infra, "sql" | "names" | "clock" | "nc">,
   config: WebhooksConfig,
   auth: WebhookDeps["auth"],
 ): WebhookDeps {
@@ -30,6 +32,8 @@ export function webhookDeps(
     deliveries: deliveryStore(infra.sql, subject),
     resends: resendStore(infra.sql, subject),
     attempts: attemptStore(infra.sql),
+    events: eventLogStore(infra.sql),
+    loggedUpTo: loggedUpTo(infra.nc, infra.names),
     auth,
     secrets: secretBox(config.WEBHOOK_SECRET_KEY),
     targets: { allowHttp: config.WEBHOOK_ALLOW_HTTP, allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS },
@@ -47,6 +51,12 @@ export const deliverySweep = (deliveries: WebhookDeps["deliveries"], days: numbe
 export const attemptSweep = (attempts: WebhookDeps["attempts"], days: number): Sweep => ({
   name: "webhook attempts",
   run: (_sql, now) => attempts.sweep(new Date(now.getTime() - days * 86_400_000)),
+});
+
+/** The event log's retention, EVENT_LOG_RETENTION_DAYS (docs/api/events.md §Catch-up: GET /events). */
+export const eventLogSweep = (events: WebhookDeps["events"], days: number): Sweep => ({
+  name: "event log",
+  run: (_sql, now) => events.sweep(new Date(now.getTime() - days * 86_400_000)),
 });
 
 /** webhooks: subscriptions, the fan-out of EVENTS, and signed deliveries with retries. */
@@ -87,6 +97,7 @@ export function start(config: WebhooksConfig, clock: Clock) {
         sweeps: [
           attemptSweep(deps.attempts, config.WEBHOOK_ATTEMPT_RETENTION_DAYS),
           deliverySweep(deps.deliveries, config.WEBHOOK_DELIVERY_RETENTION_DAYS),
+          eventLogSweep(deps.events, config.EVENT_LOG_RETENTION_DAYS),
         ],
         async stop() {
           await fanOut.stop();

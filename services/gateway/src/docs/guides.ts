@@ -123,7 +123,11 @@ ${Object.entries(WEBHOOK_EVENTS)
   .join("\n")}
 </tbody></table>
 <p>An event is sent only for a change that committed, once per subscription; a replayed
-Idempotency-Key emits nothing new.</p>`,
+Idempotency-Key emits nothing new.</p>
+<p>A client that was down catches up without webhooks: <code>GET /events?after=&lt;last event id&gt;</code>
+lists the same bodies, in the order they were emitted, of the types its key's read scopes allow
+(<code>type</code> narrows them), kept 30 days.</p>
+${code(`curl -s "$FUNIL_URL/api/v1/events?after=evt_…&limit=100" -H "Authorization: Bearer $FUNIL_KEY"`)}`,
 };
 
 export const GUIDES: Guide[] = [firstCall, keys, errors, pagination, rateLimits, retries, webhooks, events];

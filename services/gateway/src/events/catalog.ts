@@ -42,6 +42,20 @@ export function deliveryPayload(type: WebhookEvent) {
     .describe(EVENTS[type].description);
 }
 
+/**
+ * An item of GET /events (docs/api/events.md §Catch-up: GET /events): the body a delivery of its type
+ * carries, told apart by `type`.
+ */
+export const domainEvent = z
+  .discriminatedUnion(
+    "type",
+    (Object.keys(WEBHOOK_EVENTS) as WebhookEvent[]).map(deliveryPayload) as unknown as [
+      ReturnType<typeof deliveryPayload>,
+      ...ReturnType<typeof deliveryPayload>[],
+    ],
+  )
+  .meta({ id: "Event" });
+
 export interface EventType {
   type: WebhookEvent;
   description: string;

@@ -5,6 +5,7 @@ import { WEBHOOK_EVENTS } from "@funil/schemas";
 import { batcher } from "../batch.js";
 import { InFlight } from "../limits.js";
 import type { DeliveryStore } from "../store/deliveries.js";
+import type { StreamEvent } from "../store/event-log.js";
 import { fanOutSpan } from "./tracing.js";
 
 /** Events being fanned out at once; their order does not matter. */
@@ -12,6 +13,8 @@ const PARALLEL = 256;
 /** Events fanned out in one transaction, and how long the first of them waits for the others. */
 const BATCH = 64;
 const GATHER_MS = 5;
+/** The fan-out's durable consumer of EVENTS, shared by the copies of the service. */
+export const FANOUT_DURABLE = "webhooks-fanout";
 
 /**
  * The durable consumer of EVENTS (docs/api/webhooks.md §What a receiver gets): each subscribable event
@@ -34,7 +37,7 @@ export async function startFanOut(deps: {
   const running = new Set<Promise<void>>();
   const onError = (err: unknown) => deps.log.warn({ err }, "webhook fan-out failed; the event comes back");
   const fanOut = batcher(
-    async (items: Array<{ event: EventEnvelope; traceparent: string | undefined }>) => {
+    async (items: Array<{ event: StreamEvent; traceparent: string | undefined }>) => {
       await deps.deliveries.fanOut(
         items.map((i) => i.event),
         deps.clock.now(),
@@ -49,11 +52,12 @@ export async function startFanOut(deps: {
     deps.nc,
     {
       stream: deps.names.stream("EVENTS"),
-      durable: "webhooks-fanout",
+      durable: FANOUT_DURABLE,
       filterSubject: deps.names.subject("events.>"),
     },
     async (m) => {
-      const event = m.json<EventEnvelope>();
+      // Its stream sequence orders the event log (docs/api/events.md §Catch-up: GET /events).
+      const event: StreamEvent = { ...m.json<EventEnvelope>(), seq: m.seq };
       if (!(event.type in WEBHOOK_EVENTS)) {
         m.ack();
         return;

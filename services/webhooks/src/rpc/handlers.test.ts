@@ -10,6 +10,7 @@ import { secretBox } from "../secrets.js";
 import { migrations } from "../server.js";
 import { attemptStore } from "../store/attempts.js";
 import { deliveryStore } from "../store/deliveries.js";
+import { eventLogStore } from "../store/event-log.js";
 import { resendStore } from "../store/resend.js";
 import { subscriptionStore } from "../store/subscriptions.js";
 import { routes } from "./routes.js";
@@ -50,6 +51,8 @@ beforeAll(async () => {
       deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
       resends: resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
       attempts: attemptStore(sql),
+      events: eventLogStore(sql),
+      loggedUpTo: async () => Number.MAX_SAFE_INTEGER,
       auth,
       secrets: secretBox(key),
       targets: { allowHttp: false, allowPrivate: false },

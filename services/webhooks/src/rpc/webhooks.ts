@@ -34,9 +34,10 @@ import type { ResendStore } from "../store/resend.js";
 import type { SubscriptionStore } from "../store/subscriptions.js";
 import { distinct, requireScopes, type SubscriptionChanges } from "../subscriptions.js";
 import { checkTargetUrl, type TargetPolicy } from "../targets.js";
+import { type EventLogDeps, listEvents } from "./events.js";
 import { attemptWire, deliveryWire, subscriptionWire } from "./wire.js";
 
-export interface WebhookDeps {
+export interface WebhookDeps extends EventLogDeps {
   /** The database of the stores, where Idempotency-Keys are claimed. */
   sql: Sql;
   subscriptions: SubscriptionStore;
@@ -235,5 +236,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       const done = await deps.resends.recover(sub.id, new Date(body.since), until, now, RECOVER_LIMIT);
       return { queued: done.queued, notQueued: done.notQueued, nextSince: done.nextSince?.toISOString() };
     },
+
+    listEvents: listEvents(deps),
   };
 }

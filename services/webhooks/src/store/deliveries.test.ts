@@ -60,6 +60,7 @@ describe("a subscription's deliveries", () => {
       workspaceId,
       occurredAt: at(1_000).toISOString(),
       data: { id: `ct_${i}` },
+      seq: i,
     });
     for (let round = 0; round < 5; round++) {
       const { id } = await subscriptions.create(
@@ -100,6 +101,7 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
       workspaceId,
       occurredAt: at(1_000).toISOString(),
       data: { id: `ct_${i}` },
+      seq: i,
     }));
     for (const [i, e] of events.entries()) await store.fanOut([e], at(2_000 + i));
     await sql`update deliveries set status = 'dead', attempts = 6 where subscription_id = ${sub.id}`;
@@ -191,6 +193,7 @@ describe("a fan-out's jobs and traces", () => {
       workspaceId,
       occurredAt: at(1_000).toISOString(),
       data: { id: `ct_${i}` },
+      seq: i,
     }));
     const context = (trace: string, flags: string) => `00-${trace.repeat(32)}-${"b".repeat(16)}-${flags}`;
     const traceparents = [context("1", "01"), context("2", "01"), context("3", "00"), context("4", "00")];
@@ -226,6 +229,7 @@ describe("the deliveries' retention (docs/operations.md §Retention: WEBHOOK_DEL
       workspaceId,
       occurredAt: at(1_000).toISOString(),
       data: { id: `ct_${i}` },
+      seq: i,
     });
     const day = 86_400_000;
     // Six fanned out 40 days before the sweep: two delivered, three dead, one still pending; one recent.

@@ -1,5 +1,6 @@
 import { type EventEnvelope, inBatches, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
 import type { AttemptResult, Next } from "../schedule.js";
+import { appendEvents, type StreamEvent } from "./event-log.js";
 
 /** A delivery as the API shows it (docs/api/webhooks.md §Delivery). */
 export interface DeliveryRecord {
@@ -124,12 +125,13 @@ function fanOutAndSweep(sql: Sql, subject: (subscriptionId: string) => string) {
      * type that existed when it occurred, each with its job, once per event
      * (the inbox) and once per subscription and event (the unique key), also
      * when the event comes twice or two copies handle it at once.
-     * Many events in one transaction of four statements, whatever their
+     * Each new event goes to the event log in the same transaction.
+     * Many events in one transaction of five statements, whatever their
      * workspaces and types: all of them or none. Returns how many deliveries
      * it created.
      */
     async fanOut(
-      events: EventEnvelope[],
+      events: StreamEvent[],
       now: Date,
       traceparents: Array<string | undefined> = [],
     ): Promise<number> {
@@ -152,6 +154,8 @@ function fanOutAndSweep(sql: Sql, subject: (subscriptionId: string) => string) {
         );
         const todo = events.filter((e) => fresh.delete(e.id));
         if (todo.length === 0) return 0;
+        const bodies = todo.map(deliveryBody);
+        await appendEvents(tx, todo, bodies);
         const matches = await tx<{ n: number; id: string }[]>`
           select e.n::int as n, s.id
           from unnest(${todo.map((e) => e.workspaceId)}::text[], ${todo.map((e) => e.type)}::text[],
@@ -176,7 +180,7 @@ function fanOutAndSweep(sql: Sql, subject: (subscriptionId: string) => string) {
           from unnest(${created.map((c) => c.id)}::text[],
             ${matches.map((m) => m.id)}::text[], ${matches.map((m) => m.n)}::int[]) as d(id, sub, n)
           join unnest(${todo.map((e) => e.workspaceId)}::text[], ${todo.map((e) => e.id)}::text[],
-            ${todo.map((e) => e.type)}::text[], ${todo.map(deliveryBody)}::text[])
+            ${todo.map((e) => e.type)}::text[], ${bodies}::text[])
             with ordinality as e(workspace_id, event_id, event, body, n) using (n)
           on conflict (subscription_id, event_id) do nothing`;
         await writeMessage(tx, jobsOf(subject, created, now));
