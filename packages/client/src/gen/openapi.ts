@@ -8,13 +8,13 @@ export interface paths {
             cookie?: never;
         };
         /** List contacts */
-        get: operations["getContacts"];
+        get: operations["listContacts"];
         put?: never;
         /**
          * Create or update a contact (upsert by phone, then e-mail)
          * @description Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postContacts"];
+        post: operations["upsertContact"];
         delete?: never;
         options?: never;
         head?: never;
@@ -29,14 +29,14 @@ export interface paths {
             cookie?: never;
         };
         /** Read one contact, with its first and last human touch */
-        get: operations["getContactsById"];
+        get: operations["getContact"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Partial update: absent = untouched, null = cleared */
-        patch: operations["patchContactsById"];
+        patch: operations["updateContact"];
         trace?: never;
     };
     "/api/v1/contacts/{id}/archive": {
@@ -52,7 +52,7 @@ export interface paths {
          * Archive a contact (soft, reversible)
          * @description Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postContactsByIdArchive"];
+        post: operations["archiveContact"];
         delete?: never;
         options?: never;
         head?: never;
@@ -72,7 +72,7 @@ export interface paths {
          * Bring an archived contact back
          * @description Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postContactsByIdUnarchive"];
+        post: operations["unarchiveContact"];
         delete?: never;
         options?: never;
         head?: never;
@@ -90,13 +90,13 @@ export interface paths {
          * List deals (keyset: createdAt, id; updatedAt, id when updatedAfter is given)
          * @description Every *After filter is strictly later (>), every *Before strictly earlier (<). won*\/lost* filters match only won/lost deals. Trashed deals are never listed. Items do not carry firstHumanTouchAt, lastHumanTouchAt or lastActivityAt (single read only).
          */
-        get: operations["getOpportunities"];
+        get: operations["listOpportunities"];
         put?: never;
         /**
          * Create a deal; without stageId it lands in the pipeline's first stage (every stage is open: won and lost are statuses). Accepts Idempotency-Key.
          * @description source falls back to utmSource, else null; utm is this request's utm* values only. Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postOpportunities"];
+        post: operations["createOpportunity"];
         delete?: never;
         options?: never;
         head?: never;
@@ -111,18 +111,18 @@ export interface paths {
             cookie?: never;
         };
         /** Read one deal, with its first and last human touch and last activity */
-        get: operations["getOpportunitiesById"];
+        get: operations["getOpportunity"];
         put?: never;
         post?: never;
         /** Move a deal to the trash (restorable) */
-        delete: operations["deleteOpportunitiesById"];
+        delete: operations["deleteOpportunity"];
         options?: never;
         head?: never;
         /**
          * Update a deal: absent = untouched, null = cleared
          * @description stageId change sets stageChangedAt (opportunity.stage_changed); status won sets wonAt (opportunity.won), lost sets lostAt (opportunity.lost), open clears both.
          */
-        patch: operations["patchOpportunitiesById"];
+        patch: operations["updateOpportunity"];
         trace?: never;
     };
     "/api/v1/opportunities/{id}/restore": {
@@ -135,7 +135,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Bring a trashed deal back */
-        post: operations["postOpportunitiesByIdRestore"];
+        post: operations["restoreOpportunity"];
         delete?: never;
         options?: never;
         head?: never;
@@ -150,7 +150,7 @@ export interface paths {
             cookie?: never;
         };
         /** List pipelines with their stages in order (every stage is an open stage) */
-        get: operations["getPipelines"];
+        get: operations["listPipelines"];
         put?: never;
         post?: never;
         delete?: never;
@@ -187,13 +187,13 @@ export interface paths {
             cookie?: never;
         };
         /** List tasks (keyset: createdAt, id); open=true: not completed, open=false: completed */
-        get: operations["getTasks"];
+        get: operations["listTasks"];
         put?: never;
         /**
          * Create a task (a task about a deal defaults to the deal's contact)
          * @description Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postTasks"];
+        post: operations["createTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -214,7 +214,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Update a task: completed true sets completedAt, false clears it; null clears a field */
-        patch: operations["patchTasksById"];
+        patch: operations["updateTask"];
         trace?: never;
     };
     "/api/v1/notes": {
@@ -230,7 +230,7 @@ export interface paths {
          * Add a note by a member on a contact (and optionally one of its deals)
          * @description Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postNotes"];
+        post: operations["createNote"];
         delete?: never;
         options?: never;
         head?: never;
@@ -248,7 +248,7 @@ export interface paths {
          * The timeline: messages, calls, e-mails and notes (keyset: createdAt desc, id desc)
          * @description createdAfter and createdBefore are both exclusive; channel is a comma-separated list. actor=user with direction=outbound is the speed-to-lead filter. Ids are <source>:<rowId> (msg, call, email, note). userId is the sender stamped at send time, only for actor=user; conversationAssigneeUserId is the conversation's current owner.
          */
-        get: operations["getInteractions"];
+        get: operations["listInteractions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -265,7 +265,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the custom-field definitions (the fieldKeys accepted in customFields) */
-        get: operations["getCustomFields"];
+        get: operations["listCustomFields"];
         put?: never;
         post?: never;
         delete?: never;
@@ -282,7 +282,7 @@ export interface paths {
             cookie?: never;
         };
         /** List workspace members, deactivated ones included */
-        get: operations["getMembers"];
+        get: operations["listMembers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -299,7 +299,7 @@ export interface paths {
             cookie?: never;
         };
         /** List calendars (created through the admin API); appointments filter on their key */
-        get: operations["getCalendars"];
+        get: operations["listCalendars"];
         put?: never;
         post?: never;
         delete?: never;
@@ -319,7 +319,7 @@ export interface paths {
          * Free slots of a calendar, each with the assignee round-robin picks
          * @description Times on the calendar's grid inside its weekly availability, in its timezone (a local time the clocks skip on a DST change day is not offered; one they show twice is offered once), in the future, on days under the cap, where the assignee has no meeting in any calendar. The assignee is the free one with the fewest meetings of this calendar that day, ties by assigneeUserIds order. Default range now .. now + 7 days; at most 31 days.
          */
-        get: operations["getCalendarsByIdSlots"];
+        get: operations["listCalendarSlots"];
         put?: never;
         post?: never;
         delete?: never;
@@ -339,13 +339,13 @@ export interface paths {
          * List meetings (keyset: startAt, id)
          * @description from (inclusive) and to (exclusive) cut on startAt; status scheduled (default), canceled or all; createdAfter and updatedAfter are strictly later.
          */
-        get: operations["getAppointments"];
+        get: operations["listAppointments"];
         put?: never;
         /**
          * Book a meeting on a free slot (Idempotency-Key accepted)
          * @description endAt defaults to startAt + the calendar's duration. 409 slot_taken: the assignee has a scheduled meeting overlapping [startAt, endAt) in any calendar. 422 daily_cap_reached: the calendar's local day is at its cap. 422 invalid_slot: not a slot the calendar offers. 422 invalid_reference: unknown calendar, contact or opportunity, or an assignee not of the calendar. recoveredFromAppointmentId is set automatically (the contact's latest noshow not yet recovered). Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postAppointments"];
+        post: operations["createAppointment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -360,7 +360,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read one meeting */
-        get: operations["getAppointmentsById"];
+        get: operations["getAppointment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -382,7 +382,7 @@ export interface paths {
          * Cancel a meeting: frees its time and its day's place at once
          * @description Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postAppointmentsByIdCancel"];
+        post: operations["cancelAppointment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -402,7 +402,7 @@ export interface paths {
          * Move a meeting to another slot (same checks as a booking); 409 on a canceled meeting
          * @description Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postAppointmentsByIdReschedule"];
+        post: operations["rescheduleAppointment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -422,7 +422,7 @@ export interface paths {
          * Record a meeting's outcome (realizada, noshow, reagendada); 409 on a canceled meeting
          * @description Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postAppointmentsByIdOutcome"];
+        post: operations["recordAppointmentOutcome"];
         delete?: never;
         options?: never;
         head?: never;
@@ -437,13 +437,13 @@ export interface paths {
             cookie?: never;
         };
         /** List webhook subscriptions */
-        get: operations["getWebhooks"];
+        get: operations["listWebhooks"];
         put?: never;
         /**
          * Subscribe a URL to events (needs the read scope of every event); the secret is shown once
          * @description A replay under the same Idempotency-Key shows the same secret. Accepts Idempotency-Key: a repeat of the same request within 24 h replays the first response (header idempotent-replayed: true); another body under the same key is 422 idempotency_key_reused; a repeat while the first is in flight is 409 idempotency_key_in_use.
          */
-        post: operations["postWebhooks"];
+        post: operations["createWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -458,15 +458,15 @@ export interface paths {
             cookie?: never;
         };
         /** Read a webhook subscription */
-        get: operations["getWebhooksById"];
+        get: operations["getWebhook"];
         put?: never;
         post?: never;
         /** Delete a webhook subscription and its deliveries */
-        delete: operations["deleteWebhooksById"];
+        delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
         /** Change url, events, description; active: true reactivates (clears disabledReason, failingSince) */
-        patch: operations["patchWebhooksById"];
+        patch: operations["updateWebhook"];
         trace?: never;
     };
     "/api/v1/webhooks/{id}/rotate-secret": {
@@ -479,7 +479,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A new signing secret; the old one keeps signing, as a second v1, for 24 h */
-        post: operations["postWebhooksByIdRotateSecret"];
+        post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -494,7 +494,7 @@ export interface paths {
             cookie?: never;
         };
         /** The 50 most recent deliveries of a subscription, newest first, `limit` of them at most (no cursor: nextCursor is always null) */
-        get: operations["getWebhooksByIdDeliveries"];
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -511,7 +511,7 @@ export interface paths {
             cookie?: never;
         };
         /** The event catalog: every subscribable event, when it is emitted, the read scope it needs and the JSON Schema of a delivery's body */
-        get: operations["getWebhooksEventTypes"];
+        get: operations["listWebhookEventTypes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -530,7 +530,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Send a delivery that is not pending again: a new series of attempts of the same event id and body, signed afresh (409 while it is pending or the subscription is not active) */
-        post: operations["postWebhooksByIdDeliveriesByDeliveryIdResend"];
+        post: operations["resendWebhookDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -547,7 +547,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Send again every dead delivery created within [since, until) (until: now), oldest first, 10 000 per call; pending ones are left as they are (409 when the subscription is not active) */
-        post: operations["postWebhooksByIdRecover"];
+        post: operations["recoverWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -565,7 +565,7 @@ export interface paths {
          * The attempt log of a subscription (keyset: at desc, id desc)
          * @description Every attempt of every delivery, newest first, kept WEBHOOK_ATTEMPT_RETENTION_DAYS (30 by default): when its POST went out, succeeded or failed, the receiver's status, how long it took, the first 1 KB of the answer that came with the status, and the error when no answer came. from is inclusive, to exclusive.
          */
-        get: operations["getWebhooksByIdAttempts"];
+        get: operations["listWebhookAttempts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -585,7 +585,7 @@ export interface paths {
          * Catch up on the workspace's events, in the order they were emitted, after the last one processed
          * @description Each item is the body a webhook delivery of its type carries. after is the id of the last event processed (404 when the log does not hold it: unknown, another workspace's, or older than EVENT_LOG_RETENTION_DAYS); type is one event type or a comma-separated list. Only the event types of the key's read scopes are listed; asking for another type is 403 missing_scope.
          */
-        get: operations["getEvents"];
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -605,7 +605,7 @@ export interface paths {
          * List learners (users with at least one enrollment)
          * @description q matches name or e-mail (contains, case- and accent-insensitive); activeSince is lastActiveAt >= value, activeBefore lastActiveAt < value, and a learner who never logged in matches neither. Ordered by (createdAt, id). The counters are all-time. Only keys of the operator workspace with platform.read; any other key gets 403 forbidden_platform.
          */
-        get: operations["getPlatformUsers"];
+        get: operations["listPlatformUsers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -625,7 +625,7 @@ export interface paths {
          * One learner's usage
          * @description days (1..365, default 30) sets windowDays, the window of access.sessionsInWindow, lessons[] and library[] (items whose lastDate >= now - days); access.lastLoginAt/lastActiveAt, courses[] and certificates[] are all-time. 404 for an unknown user or a user without enrollment.
          */
-        get: operations["getPlatformUsersById"];
+        get: operations["getPlatformUser"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1697,7 +1697,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    getContacts: {
+    listContacts: {
         parameters: {
             query?: {
                 query?: string;
@@ -1860,7 +1860,7 @@ export interface operations {
             };
         };
     };
-    postContacts: {
+    upsertContact: {
         parameters: {
             query?: never;
             header?: {
@@ -2068,7 +2068,7 @@ export interface operations {
             };
         };
     };
-    getContactsById: {
+    getContact: {
         parameters: {
             query?: never;
             header?: never;
@@ -2220,7 +2220,7 @@ export interface operations {
             };
         };
     };
-    patchContactsById: {
+    updateContact: {
         parameters: {
             query?: never;
             header?: never;
@@ -2415,7 +2415,7 @@ export interface operations {
             };
         };
     };
-    postContactsByIdArchive: {
+    archiveContact: {
         parameters: {
             query?: never;
             header?: {
@@ -2608,7 +2608,7 @@ export interface operations {
             };
         };
     };
-    postContactsByIdUnarchive: {
+    unarchiveContact: {
         parameters: {
             query?: never;
             header?: {
@@ -2801,7 +2801,7 @@ export interface operations {
             };
         };
     };
-    getOpportunities: {
+    listOpportunities: {
         parameters: {
             query?: {
                 pipelineId?: string;
@@ -2983,7 +2983,7 @@ export interface operations {
             };
         };
     };
-    postOpportunities: {
+    createOpportunity: {
         parameters: {
             query?: never;
             header?: {
@@ -3178,7 +3178,7 @@ export interface operations {
             };
         };
     };
-    getOpportunitiesById: {
+    getOpportunity: {
         parameters: {
             query?: never;
             header?: never;
@@ -3343,7 +3343,7 @@ export interface operations {
             };
         };
     };
-    deleteOpportunitiesById: {
+    deleteOpportunity: {
         parameters: {
             query?: never;
             header?: never;
@@ -3532,7 +3532,7 @@ export interface operations {
             };
         };
     };
-    patchOpportunitiesById: {
+    updateOpportunity: {
         parameters: {
             query?: never;
             header?: never;
@@ -3727,7 +3727,7 @@ export interface operations {
             };
         };
     };
-    postOpportunitiesByIdRestore: {
+    restoreOpportunity: {
         parameters: {
             query?: never;
             header?: never;
@@ -3918,7 +3918,7 @@ export interface operations {
             };
         };
     };
-    getPipelines: {
+    listPipelines: {
         parameters: {
             query?: {
                 cursor?: string;
@@ -4189,7 +4189,7 @@ export interface operations {
             };
         };
     };
-    getTasks: {
+    listTasks: {
         parameters: {
             query?: {
                 assigneeUserId?: string;
@@ -4347,7 +4347,7 @@ export interface operations {
             };
         };
     };
-    postTasks: {
+    createTask: {
         parameters: {
             query?: never;
             header?: {
@@ -4542,7 +4542,7 @@ export interface operations {
             };
         };
     };
-    patchTasksById: {
+    updateTask: {
         parameters: {
             query?: never;
             header?: never;
@@ -4724,7 +4724,7 @@ export interface operations {
             };
         };
     };
-    postNotes: {
+    createNote: {
         parameters: {
             query?: never;
             header?: {
@@ -4906,7 +4906,7 @@ export interface operations {
             };
         };
     };
-    getInteractions: {
+    listInteractions: {
         parameters: {
             query?: {
                 contactId?: string;
@@ -5043,7 +5043,7 @@ export interface operations {
             };
         };
     };
-    getCustomFields: {
+    listCustomFields: {
         parameters: {
             query?: {
                 entity?: "contact" | "opportunity";
@@ -5174,7 +5174,7 @@ export interface operations {
             };
         };
     };
-    getMembers: {
+    listMembers: {
         parameters: {
             query?: {
                 cursor?: string;
@@ -5304,7 +5304,7 @@ export interface operations {
             };
         };
     };
-    getCalendars: {
+    listCalendars: {
         parameters: {
             query?: {
                 cursor?: string;
@@ -5434,7 +5434,7 @@ export interface operations {
             };
         };
     };
-    getCalendarsByIdSlots: {
+    listCalendarSlots: {
         parameters: {
             query?: {
                 from?: string;
@@ -5581,7 +5581,7 @@ export interface operations {
             };
         };
     };
-    getAppointments: {
+    listAppointments: {
         parameters: {
             query?: {
                 from?: string;
@@ -5757,7 +5757,7 @@ export interface operations {
             };
         };
     };
-    postAppointments: {
+    createAppointment: {
         parameters: {
             query?: never;
             header?: {
@@ -5952,7 +5952,7 @@ export interface operations {
             };
         };
     };
-    getAppointmentsById: {
+    getAppointment: {
         parameters: {
             query?: never;
             header?: never;
@@ -6117,7 +6117,7 @@ export interface operations {
             };
         };
     };
-    postAppointmentsByIdCancel: {
+    cancelAppointment: {
         parameters: {
             query?: never;
             header?: {
@@ -6314,7 +6314,7 @@ export interface operations {
             };
         };
     };
-    postAppointmentsByIdReschedule: {
+    rescheduleAppointment: {
         parameters: {
             query?: never;
             header?: {
@@ -6511,7 +6511,7 @@ export interface operations {
             };
         };
     };
-    postAppointmentsByIdOutcome: {
+    recordAppointmentOutcome: {
         parameters: {
             query?: never;
             header?: {
@@ -6708,7 +6708,7 @@ export interface operations {
             };
         };
     };
-    getWebhooks: {
+    listWebhooks: {
         parameters: {
             query?: {
                 cursor?: string;
@@ -6851,7 +6851,7 @@ export interface operations {
             };
         };
     };
-    postWebhooks: {
+    createWebhook: {
         parameters: {
             query?: never;
             header?: {
@@ -7046,7 +7046,7 @@ export interface operations {
             };
         };
     };
-    getWebhooksById: {
+    getWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -7185,7 +7185,7 @@ export interface operations {
             };
         };
     };
-    deleteWebhooksById: {
+    deleteWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -7348,7 +7348,7 @@ export interface operations {
             };
         };
     };
-    patchWebhooksById: {
+    updateWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -7517,7 +7517,7 @@ export interface operations {
             };
         };
     };
-    postWebhooksByIdRotateSecret: {
+    rotateWebhookSecret: {
         parameters: {
             query?: never;
             header?: never;
@@ -7682,7 +7682,7 @@ export interface operations {
             };
         };
     };
-    getWebhooksByIdDeliveries: {
+    listWebhookDeliveries: {
         parameters: {
             query?: {
                 limit?: number;
@@ -7826,7 +7826,7 @@ export interface operations {
             };
         };
     };
-    getWebhooksEventTypes: {
+    listWebhookEventTypes: {
         parameters: {
             query?: {
                 cursor?: string;
@@ -7956,7 +7956,7 @@ export interface operations {
             };
         };
     };
-    postWebhooksByIdDeliveriesByDeliveryIdResend: {
+    resendWebhookDelivery: {
         parameters: {
             query?: never;
             header?: never;
@@ -8135,7 +8135,7 @@ export interface operations {
             };
         };
     };
-    postWebhooksByIdRecover: {
+    recoverWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -8317,7 +8317,7 @@ export interface operations {
             };
         };
     };
-    getWebhooksByIdAttempts: {
+    listWebhookAttempts: {
         parameters: {
             query?: {
                 status?: "succeeded" | "failed";
@@ -8466,7 +8466,7 @@ export interface operations {
             };
         };
     };
-    getEvents: {
+    listEvents: {
         parameters: {
             query?: {
                 after?: string;
@@ -8611,7 +8611,7 @@ export interface operations {
             };
         };
     };
-    getPlatformUsers: {
+    listPlatformUsers: {
         parameters: {
             query?: {
                 q?: string;
@@ -8757,7 +8757,7 @@ export interface operations {
             };
         };
     };
-    getPlatformUsersById: {
+    getPlatformUser: {
         parameters: {
             query?: {
                 days?: number;
@@ -10808,47 +10808,47 @@ export interface operations {
     };
 }
 export const OPERATION_ROUTES = {
-    getContacts: ["get", "/api/v1/contacts", false],
-    postContacts: ["post", "/api/v1/contacts", true],
-    getContactsById: ["get", "/api/v1/contacts/{id}", false],
-    patchContactsById: ["patch", "/api/v1/contacts/{id}", false],
-    postContactsByIdArchive: ["post", "/api/v1/contacts/{id}/archive", true],
-    postContactsByIdUnarchive: ["post", "/api/v1/contacts/{id}/unarchive", true],
-    getOpportunities: ["get", "/api/v1/opportunities", false],
-    postOpportunities: ["post", "/api/v1/opportunities", true],
-    getOpportunitiesById: ["get", "/api/v1/opportunities/{id}", false],
-    patchOpportunitiesById: ["patch", "/api/v1/opportunities/{id}", false],
-    deleteOpportunitiesById: ["delete", "/api/v1/opportunities/{id}", false],
-    postOpportunitiesByIdRestore: ["post", "/api/v1/opportunities/{id}/restore", false],
-    getPipelines: ["get", "/api/v1/pipelines", false],
+    listContacts: ["get", "/api/v1/contacts", false],
+    upsertContact: ["post", "/api/v1/contacts", true],
+    getContact: ["get", "/api/v1/contacts/{id}", false],
+    updateContact: ["patch", "/api/v1/contacts/{id}", false],
+    archiveContact: ["post", "/api/v1/contacts/{id}/archive", true],
+    unarchiveContact: ["post", "/api/v1/contacts/{id}/unarchive", true],
+    listOpportunities: ["get", "/api/v1/opportunities", false],
+    createOpportunity: ["post", "/api/v1/opportunities", true],
+    getOpportunity: ["get", "/api/v1/opportunities/{id}", false],
+    updateOpportunity: ["patch", "/api/v1/opportunities/{id}", false],
+    deleteOpportunity: ["delete", "/api/v1/opportunities/{id}", false],
+    restoreOpportunity: ["post", "/api/v1/opportunities/{id}/restore", false],
+    listPipelines: ["get", "/api/v1/pipelines", false],
     getFunnel: ["get", "/api/v1/funnel", false],
-    getTasks: ["get", "/api/v1/tasks", false],
-    postTasks: ["post", "/api/v1/tasks", true],
-    patchTasksById: ["patch", "/api/v1/tasks/{id}", false],
-    postNotes: ["post", "/api/v1/notes", true],
-    getInteractions: ["get", "/api/v1/interactions", false],
-    getCustomFields: ["get", "/api/v1/custom-fields", false],
-    getMembers: ["get", "/api/v1/members", false],
-    getCalendars: ["get", "/api/v1/calendars", false],
-    getCalendarsByIdSlots: ["get", "/api/v1/calendars/{id}/slots", false],
-    getAppointments: ["get", "/api/v1/appointments", false],
-    postAppointments: ["post", "/api/v1/appointments", true],
-    getAppointmentsById: ["get", "/api/v1/appointments/{id}", false],
-    postAppointmentsByIdCancel: ["post", "/api/v1/appointments/{id}/cancel", true],
-    postAppointmentsByIdReschedule: ["post", "/api/v1/appointments/{id}/reschedule", true],
-    postAppointmentsByIdOutcome: ["post", "/api/v1/appointments/{id}/outcome", true],
-    getWebhooks: ["get", "/api/v1/webhooks", false],
-    postWebhooks: ["post", "/api/v1/webhooks", true],
-    getWebhooksById: ["get", "/api/v1/webhooks/{id}", false],
-    patchWebhooksById: ["patch", "/api/v1/webhooks/{id}", false],
-    deleteWebhooksById: ["delete", "/api/v1/webhooks/{id}", false],
-    postWebhooksByIdRotateSecret: ["post", "/api/v1/webhooks/{id}/rotate-secret", false],
-    getWebhooksByIdDeliveries: ["get", "/api/v1/webhooks/{id}/deliveries", false],
-    getWebhooksEventTypes: ["get", "/api/v1/webhooks/event-types", false],
-    postWebhooksByIdDeliveriesByDeliveryIdResend: ["post", "/api/v1/webhooks/{id}/deliveries/{deliveryId}/resend", false],
-    postWebhooksByIdRecover: ["post", "/api/v1/webhooks/{id}/recover", false],
-    getWebhooksByIdAttempts: ["get", "/api/v1/webhooks/{id}/attempts", false],
-    getEvents: ["get", "/api/v1/events", false],
-    getPlatformUsers: ["get", "/api/v1/platform/users", false],
-    getPlatformUsersById: ["get", "/api/v1/platform/users/{id}", false],
+    listTasks: ["get", "/api/v1/tasks", false],
+    createTask: ["post", "/api/v1/tasks", true],
+    updateTask: ["patch", "/api/v1/tasks/{id}", false],
+    createNote: ["post", "/api/v1/notes", true],
+    listInteractions: ["get", "/api/v1/interactions", false],
+    listCustomFields: ["get", "/api/v1/custom-fields", false],
+    listMembers: ["get", "/api/v1/members", false],
+    listCalendars: ["get", "/api/v1/calendars", false],
+    listCalendarSlots: ["get", "/api/v1/calendars/{id}/slots", false],
+    listAppointments: ["get", "/api/v1/appointments", false],
+    createAppointment: ["post", "/api/v1/appointments", true],
+    getAppointment: ["get", "/api/v1/appointments/{id}", false],
+    cancelAppointment: ["post", "/api/v1/appointments/{id}/cancel", true],
+    rescheduleAppointment: ["post", "/api/v1/appointments/{id}/reschedule", true],
+    recordAppointmentOutcome: ["post", "/api/v1/appointments/{id}/outcome", true],
+    listWebhooks: ["get", "/api/v1/webhooks", false],
+    createWebhook: ["post", "/api/v1/webhooks", true],
+    getWebhook: ["get", "/api/v1/webhooks/{id}", false],
+    updateWebhook: ["patch", "/api/v1/webhooks/{id}", false],
+    deleteWebhook: ["delete", "/api/v1/webhooks/{id}", false],
+    rotateWebhookSecret: ["post", "/api/v1/webhooks/{id}/rotate-secret", false],
+    listWebhookDeliveries: ["get", "/api/v1/webhooks/{id}/deliveries", false],
+    listWebhookEventTypes: ["get", "/api/v1/webhooks/event-types", false],
+    resendWebhookDelivery: ["post", "/api/v1/webhooks/{id}/deliveries/{deliveryId}/resend", false],
+    recoverWebhook: ["post", "/api/v1/webhooks/{id}/recover", false],
+    listWebhookAttempts: ["get", "/api/v1/webhooks/{id}/attempts", false],
+    listEvents: ["get", "/api/v1/events", false],
+    listPlatformUsers: ["get", "/api/v1/platform/users", false],
+    getPlatformUser: ["get", "/api/v1/platform/users/{id}", false],
 } as const;

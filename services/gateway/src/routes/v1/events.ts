@@ -19,6 +19,7 @@ export const eventRoutes =
       {
         config,
         schema: {
+          operationId: "listEvents",
           tags: ["events"],
           summary:
             "Catch up on the workspace's events, in the order they were emitted, after the last one processed",
