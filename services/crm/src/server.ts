@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
-import type { TransactionSql } from "@funil/db";
+import { changedFields, type EventInput, type Origin, type TransactionSql } from "@funil/db";
 import { type Infra, startService } from "@funil/rpc";
 import type { CrmConfig } from "./config.js";
 import { type CrmDeps, routes } from "./rpc/routes.js";
@@ -16,15 +16,31 @@ import { taskStore } from "./store/tasks.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** An event whose data is the resource as the API returns it, written in the change's transaction. */
+/**
+ * An event whose data is the resource as the API returns it, written in the change's transaction, with
+ * who made the change and the names of the fields it set or changed (docs/api/events.md §Who made a change).
+ */
 const emitter =
   <R extends { workspaceId: string }>(
     infra: Pick<Infra, "emit">,
     json: (r: R) => unknown,
     at: (r: R) => Date,
   ) =>
-  (tx: TransactionSql, type: string, r: R) =>
-    infra.emit(tx, { type, workspaceId: r.workspaceId, occurredAt: at(r), data: json(r) });
+  (tx: TransactionSql, type: string, r: R, by: Origin, before?: R | readonly string[]) => {
+    const data = json(r);
+    const event: EventInput = {
+      type,
+      workspaceId: r.workspaceId,
+      occurredAt: at(r),
+      data,
+      origin: by,
+      changes: changedFields(
+        data,
+        before === undefined || Array.isArray(before) ? before : json(before as R),
+      ),
+    };
+    return infra.emit(tx, event);
+  };
 
 /** The stores on one database, each emitting its events through the outbox. */
 export function crmDeps(infra: Pick<Infra, "sql" | "emit" | "clock">): CrmDeps {

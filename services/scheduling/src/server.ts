@@ -1,9 +1,11 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
+import { changedFields, type EventInput } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
 import { clientsOf, type Infra, rpcOptions, startService } from "@funil/rpc";
 import type { Redis } from "ioredis";
+import type { AppointmentRecord } from "./booking.js";
 import type { SchedulingConfig } from "./config.js";
 import { type CrmDirectory, crmDirectory } from "./crm.js";
 import { routes, type SchedulingDeps } from "./rpc/routes.js";
@@ -24,14 +26,24 @@ export function schedulingDeps(
   return {
     sql,
     calendars: calendarStore(sql),
-    appointments: appointmentStore(sql, (tx, type, meeting) =>
-      infra.emit(tx, {
+    appointments: appointmentStore(sql, (tx, type, meeting, by, before) => {
+      const data = appointmentWire.json(meeting);
+      // Who made the change and the fields it set or changed (docs/api/events.md §Who made a change).
+      const event: EventInput = {
         type,
         workspaceId: meeting.workspaceId,
         occurredAt: meeting.updatedAt,
-        data: appointmentWire.json(meeting),
-      }),
-    ),
+        data,
+        origin: by,
+        changes: changedFields(
+          data,
+          before === undefined || Array.isArray(before)
+            ? before
+            : appointmentWire.json(before as AppointmentRecord),
+        ),
+      };
+      return infra.emit(tx, event);
+    }),
     guard: bookingGuard({ redis: redis.client, prefix: redis.prefix }),
     crm,
     clock,

@@ -1,8 +1,10 @@
 import {
   coalescedReads,
+  type EmitChange,
   inTransaction,
   isUniqueViolation,
   newId,
+  type Origin,
   pageLimit,
   type Sql,
   type TransactionSql,
@@ -24,11 +26,7 @@ import {
 import { checkReferences } from "./references.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
-export type EmitContactEvent = (
-  tx: TransactionSql,
-  type: "contact.created" | "contact.updated",
-  contact: ContactRecord,
-) => Promise<void>;
+export type EmitContactEvent = EmitChange<"contact.created" | "contact.updated", ContactRecord>;
 
 export interface ContactFilters {
   query?: string;
@@ -131,7 +129,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
      * a concurrent insert of the same phone makes this attempt fail with a
      * unique violation, and the retry finds and fills the winner's row.
      */
-    async upsert(workspaceId: string, input: ContactChanges, now: Date, outer?: TransactionSql) {
+    async upsert(workspaceId: string, input: ContactChanges, now: Date, by: Origin, outer?: TransactionSql) {
       const digits = phoneDigits(input.phone);
       const email = emailKey(input.email);
       for (let attempt = 1; ; attempt++) {
@@ -158,7 +156,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
               const [row] = await tx<ContactRecord[]>`
                 update contacts set ${tx(stateColumns(tx, next))}, updated_at = ${now}
                 where id = ${found.id} returning ${columns(tx)}`;
-              await emit(tx, "contact.updated", row!);
+              await emit(tx, "contact.updated", row!, by, found);
               return { contact: row!, created: false };
             }
             const state = fillForUpsert(emptyContact(), input, { dropEmail: false });
@@ -172,7 +170,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
                 created_at: now,
                 updated_at: now,
               })} returning ${columns(tx)}`;
-            await emit(tx, "contact.created", row!);
+            await emit(tx, "contact.created", row!, by);
             return { contact: row!, created: true };
           });
         } catch (err) {
@@ -183,7 +181,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
     },
 
     /** PATCH: a phone or e-mail that another contact has is a 409 contact_conflict. */
-    async update(workspaceId: string, id: string, patch: ContactChanges, now: Date) {
+    async update(workspaceId: string, id: string, patch: ContactChanges, now: Date, by: Origin) {
       try {
         return await sql.begin(async (tx) => {
           const found = await lockOne(tx, sql`workspace_id = ${workspaceId} and id = ${id}`);
@@ -194,7 +192,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
           const [row] = await tx<ContactRecord[]>`
             update contacts set ${tx(stateColumns(tx, next))}, updated_at = ${now}
             where id = ${found.id} returning ${columns(tx)}`;
-          await emit(tx, "contact.updated", row!);
+          await emit(tx, "contact.updated", row!, by, found);
           return row!;
         });
       } catch (err) {
@@ -212,6 +210,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
       id: string,
       status: "active" | "archived",
       now: Date,
+      by: Origin,
       outer?: TransactionSql,
     ) {
       return inTransaction(sql, outer, async (tx) => {
@@ -219,7 +218,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent) {
         if (!found || found.status === status) return found;
         const [row] = await tx<ContactRecord[]>`
           update contacts set status = ${status}, updated_at = ${now} where id = ${id} returning ${columns(tx)}`;
-        await emit(tx, "contact.updated", row!);
+        await emit(tx, "contact.updated", row!, by, found);
         return row!;
       });
     },
