@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
 import { AuthService } from "@funil/contracts";
-import type { Sweep } from "@funil/db";
+import { changedFields, type EventInput, type Sweep } from "@funil/db";
 import { type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
 import { loggedUpTo } from "./events/event-log.js";
@@ -10,25 +10,51 @@ import { startSender } from "./events/sender.js";
 import { threadPoster } from "./poster-thread.js";
 import { routes } from "./rpc/routes.js";
 import type { WebhookDeps } from "./rpc/webhooks.js";
+import { subscriptionWire } from "./rpc/wire.js";
 import { secretBox } from "./secrets.js";
 import { attemptStore } from "./store/attempts.js";
 import { deliveryStore } from "./store/deliveries.js";
 import { eventLogStore } from "./store/event-log.js";
 import { resendStore } from "./store/resend.js";
-import { subscriptionStore } from "./store/subscriptions.js";
+import { type EmitSubscriptionEvent, subscriptionStore } from "./store/subscriptions.js";
+import type { SubscriptionRecord } from "./subscriptions.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
+/**
+ * A subscription's internal events, with who made the change and the fields it set or changed (docs/api/
+ * events.md §Who made a change); `data` is the subscription as the API returns it (never its secret).
+ */
+export const subscriptionEvents =
+  (emit: Infra["emit"]): EmitSubscriptionEvent =>
+  (tx, type, sub, by, before) => {
+    const data = subscriptionWire.json(sub);
+    const event: EventInput = {
+      type,
+      workspaceId: sub.workspaceId,
+      occurredAt: sub.updatedAt,
+      data,
+      origin: by,
+      changes: changedFields(
+        data,
+        before === undefined || Array.isArray(before)
+          ? before
+          : subscriptionWire.json(before as SubscriptionRecord),
+      ),
+    };
+    return emit(tx, event);
+  };
+
 /** The stores and collaborators of the handlers, on one database. */
 export function webhookDeps(
-  infra: Pick<Infra, "sql" | "names" | "clock" | "nc">,
+  infra: Pick<Infra, "sql" | "names" | "clock" | "nc" | "emit">,
   config: WebhooksConfig,
   auth: WebhookDeps["auth"],
 ): WebhookDeps {
   const subject = (id: string) => infra.names.subject(`webhook.deliveries.${id}`);
   return {
     sql: infra.sql,
-    subscriptions: subscriptionStore(infra.sql),
+    subscriptions: subscriptionStore(infra.sql, subscriptionEvents(infra.emit)),
     deliveries: deliveryStore(infra.sql, subject),
     resends: resendStore(infra.sql, subject),
     attempts: attemptStore(infra.sql),
