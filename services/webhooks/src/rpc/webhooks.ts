@@ -34,6 +34,7 @@ import type { ResendStore } from "../store/resend.js";
 import type { SubscriptionStore } from "../store/subscriptions.js";
 import { distinct, requireScopes, type SubscriptionChanges } from "../subscriptions.js";
 import { checkTargetUrl, type TargetPolicy } from "../targets.js";
+import { listAuditEntries } from "./audit.js";
 import { type EventLogDeps, listEvents } from "./events.js";
 import { attemptWire, deliveryWire, subscriptionWire } from "./wire.js";
 
@@ -247,5 +248,6 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
     },
 
     listEvents: listEvents(deps),
+    listAuditEntries: listAuditEntries(deps),
   };
 }
