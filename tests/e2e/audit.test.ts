@@ -162,7 +162,7 @@ describe("GET /audit", () => {
     );
   });
 
-  it("docs/api/events.md §Who made a change: a change made through the admin API says admin, with the admin request's id", async () => {
+  it("docs/api/events.md §Who made a change: a change made through the admin API (pipelines, members, custom fields, calendars) says admin, with the admin request's id", async () => {
     const ws = await newWorkspace();
     const res = await ws.admin("POST", `/workspaces/${ws.id}/pipelines`, {
       name: "Vendas",
@@ -176,6 +176,39 @@ describe("GET /audit", () => {
       requestId: res.headers.get("x-request-id"),
     });
     expect(entry.changes).toEqual(expect.arrayContaining(["name", "stages"]));
+
+    // Members, custom fields and calendars change only through the admin API, and are audited too.
+    const added = await ws.admin("POST", `/workspaces/${ws.id}/members`, {
+      name: "Bia",
+      email: `bia${Date.now()}@example.com`,
+      role: "atendente",
+    });
+    expect(added.status).toBe(201);
+    const off = await ws.admin("PATCH", `/workspaces/${ws.id}/members/${added.body.id}`, { active: false });
+    expect(off.status).toBe(200);
+    const memberLog = await audited(ws, "member", added.body.id, 2);
+    expect(memberLog.map((e) => [e.type, e.actor, e.requestId, e.changes])).toEqual([
+      [
+        "member.created",
+        { type: "admin", id: null },
+        added.headers.get("x-request-id"),
+        expect.arrayContaining(["name", "email", "role", "active"]),
+      ],
+      ["member.updated", { type: "admin", id: null }, off.headers.get("x-request-id"), ["active"]],
+    ]);
+    const field = await ws.admin("POST", `/workspaces/${ws.id}/custom-fields`, {
+      entity: "contact",
+      fieldKey: "plan",
+      label: "Plano",
+      type: "text",
+    });
+    expect(field.status, JSON.stringify(field.body)).toBe(201);
+    const [fieldEntry] = await audited(ws, "custom_field", field.body.id, 1);
+    expect(fieldEntry).toMatchObject({ type: "custom_field.created", actor: { type: "admin" } });
+    const cal = await calendar(ws);
+    const [calendarEntry] = await audited(ws, "calendar", cal.id, 1);
+    expect(calendarEntry).toMatchObject({ type: "calendar.created", actor: { type: "admin" } });
+    expect(calendarEntry.changes).toEqual(expect.arrayContaining(["key", "assigneeUserIds"]));
   });
 
   it("docs/api/events.md §Audit: GET /audit: another workspace's entity lists nothing, the same answer as an id that never existed", async () => {

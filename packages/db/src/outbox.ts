@@ -1,7 +1,7 @@
 import { activeTraceparent } from "@funil/telemetry";
 import { postgres, type Sql, type TransactionSql } from "./client.js";
 import { newId } from "./ids.js";
-import { type Actor, type Origin, SYSTEM } from "./origin.js";
+import { type Actor, changedFields, type Origin, SYSTEM } from "./origin.js";
 import { publishTraced } from "./tracing.js";
 
 /** The envelope of every domain event (docs/api/events.md §Stream, subjects, envelope). */
@@ -396,3 +396,29 @@ export type EmitChange<Type extends string, Row> = (
   by: Origin,
   before?: Row | readonly string[],
 ) => Promise<void>;
+
+/**
+ * A store's EmitChange over a service's event writer: `data` is the resource as the API returns it
+ * (`json`), `occurredAt` the time `at` reads from it, and `changes` the names of the fields the change set
+ * or changed (docs/api/events.md §Who made a change).
+ */
+export function changeEmitter<Row extends { workspaceId: string }>(
+  emit: (tx: TransactionSql, event: EventInput) => Promise<void>,
+  json: (row: Row) => unknown,
+  at: (row: Row) => Date,
+): EmitChange<string, Row> {
+  return (tx, type, row, by, before) => {
+    const data = json(row);
+    const prior = before === undefined || isNames(before) ? before : json(before);
+    return emit(tx, {
+      type,
+      workspaceId: row.workspaceId,
+      occurredAt: at(row),
+      data,
+      origin: by,
+      changes: changedFields(data, prior),
+    });
+  };
+}
+
+const isNames = (v: unknown): v is readonly string[] => Array.isArray(v);

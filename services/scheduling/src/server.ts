@@ -1,15 +1,14 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
-import { SERVICES } from "@funil/contracts";
-import { changedFields, type EventInput } from "@funil/db";
+import { CalendarSchema, SERVICES } from "@funil/contracts";
+import { changeEmitter } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
-import { clientsOf, type Infra, rpcOptions, startService } from "@funil/rpc";
+import { clientsOf, type Infra, rpcOptions, startService, toApiJson } from "@funil/rpc";
 import type { Redis } from "ioredis";
-import type { AppointmentRecord } from "./booking.js";
 import type { SchedulingConfig } from "./config.js";
 import { type CrmDirectory, crmDirectory } from "./crm.js";
 import { routes, type SchedulingDeps } from "./rpc/routes.js";
-import { appointmentWire } from "./rpc/wire.js";
+import { appointmentWire, calendarToProto } from "./rpc/wire.js";
 import { appointmentStore } from "./store/appointments.js";
 import { calendarStore } from "./store/calendars.js";
 import { bookingGuard } from "./store/guard.js";
@@ -25,25 +24,18 @@ export function schedulingDeps(
   const { sql, clock } = infra;
   return {
     sql,
-    calendars: calendarStore(sql),
-    appointments: appointmentStore(sql, (tx, type, meeting, by, before) => {
-      const data = appointmentWire.json(meeting);
-      // Who made the change and the fields it set or changed (docs/api/events.md §Who made a change).
-      const event: EventInput = {
-        type,
-        workspaceId: meeting.workspaceId,
-        occurredAt: meeting.updatedAt,
-        data,
-        origin: by,
-        changes: changedFields(
-          data,
-          before === undefined || Array.isArray(before)
-            ? before
-            : appointmentWire.json(before as AppointmentRecord),
-        ),
-      };
-      return infra.emit(tx, event);
-    }),
+    calendars: calendarStore(
+      sql,
+      changeEmitter(
+        infra.emit,
+        (c) => toApiJson(CalendarSchema, calendarToProto(c)),
+        (c) => c.createdAt,
+      ),
+    ),
+    appointments: appointmentStore(
+      sql,
+      changeEmitter(infra.emit, appointmentWire.json, (m) => m.updatedAt),
+    ),
     guard: bookingGuard({ redis: redis.client, prefix: redis.prefix }),
     crm,
     clock,

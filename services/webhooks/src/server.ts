@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
 import { AuthService } from "@funil/contracts";
-import { changedFields, type EventInput, type Sweep } from "@funil/db";
+import { changeEmitter, type Sweep } from "@funil/db";
 import { type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
 import { loggedUpTo } from "./events/event-log.js";
@@ -17,33 +17,15 @@ import { deliveryStore } from "./store/deliveries.js";
 import { eventLogStore } from "./store/event-log.js";
 import { resendStore } from "./store/resend.js";
 import { type EmitSubscriptionEvent, subscriptionStore } from "./store/subscriptions.js";
-import type { SubscriptionRecord } from "./subscriptions.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
 /**
- * A subscription's internal events, with who made the change and the fields it set or changed (docs/api/
- * events.md §Who made a change); `data` is the subscription as the API returns it (never its secret).
+ * A subscription's internal events (docs/api/events.md §Who made a change): `data` is the subscription as
+ * the API returns it, never its secret.
  */
-export const subscriptionEvents =
-  (emit: Infra["emit"]): EmitSubscriptionEvent =>
-  (tx, type, sub, by, before) => {
-    const data = subscriptionWire.json(sub);
-    const event: EventInput = {
-      type,
-      workspaceId: sub.workspaceId,
-      occurredAt: sub.updatedAt,
-      data,
-      origin: by,
-      changes: changedFields(
-        data,
-        before === undefined || Array.isArray(before)
-          ? before
-          : subscriptionWire.json(before as SubscriptionRecord),
-      ),
-    };
-    return emit(tx, event);
-  };
+export const subscriptionEvents = (emit: Infra["emit"]): EmitSubscriptionEvent =>
+  changeEmitter(emit, subscriptionWire.json, (s) => s.updatedAt);
 
 /** The stores and collaborators of the handlers, on one database. */
 export function webhookDeps(
