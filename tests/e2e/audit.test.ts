@@ -211,6 +211,23 @@ describe("GET /audit", () => {
     expect(calendarEntry.changes).toEqual(expect.arrayContaining(["key", "assigneeUserIds"]));
   });
 
+  it("docs/api/events.md §Who made a change: the sender deactivating a subscription whose key lost its read scope is the system's change, naming active and disabledReason", async () => {
+    const ws = await newWorkspace();
+    const key = await keyFor(ws, ["webhooks.manage", "contacts.read"]);
+    const sub = await write(
+      key.call("POST", "/webhooks", { url: rx.url("/revoked"), events: ["contact.created"] }),
+      201,
+    );
+    const id = sub.body.subscription.id;
+    expect((await ws.admin("PATCH", `/keys/${key.keyId}`, { scopes: ["webhooks.manage"] })).status).toBe(200);
+    await contact(ws);
+    const log = await audited(ws, "webhook", id, 2);
+    expect(log.map((e) => [e.type, e.actor, e.requestId, e.changes])).toEqual([
+      ["webhook.created", { type: "key", id: key.keyId }, sub.requestId, expect.arrayContaining(["url"])],
+      ["webhook.updated", { type: "system", id: null }, null, ["active", "disabledReason"]],
+    ]);
+  });
+
   it("docs/api/events.md §Audit: GET /audit: another workspace's entity lists nothing, the same answer as an id that never existed", async () => {
     const mine = await newWorkspace();
     const other = await newWorkspace();

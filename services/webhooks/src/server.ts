@@ -37,7 +37,7 @@ export function webhookDeps(
   return {
     sql: infra.sql,
     subscriptions: subscriptionStore(infra.sql, subscriptionEvents(infra.emit)),
-    deliveries: deliveryStore(infra.sql, subject),
+    deliveries: deliveryStore(infra.sql, subject, subscriptionEvents(infra.emit)),
     resends: resendStore(infra.sql, subject),
     attempts: attemptStore(infra.sql),
     events: eventLogStore(infra.sql),

@@ -44,16 +44,15 @@ beforeAll(async () => {
       }),
     ),
   );
+  // A subscription's events go to the outbox, as the service's do.
+  const events = subscriptionEvents(async (tx, e) => {
+    await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
+  });
   const transport = createRouterTransport(
     routes({
       sql,
-      subscriptions: subscriptionStore(
-        sql,
-        subscriptionEvents(async (tx, e) => {
-          await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
-        }),
-      ),
-      deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
+      subscriptions: subscriptionStore(sql, events),
+      deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), events),
       resends: resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
       attempts: attemptStore(sql),
       events: eventLogStore(sql),

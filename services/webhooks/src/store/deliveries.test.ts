@@ -13,14 +13,11 @@ let sql: Sql;
 let store: ReturnType<typeof deliveryStore>;
 let resends: ReturnType<typeof resendStore>;
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
-/** Subscriptions whose changes write their events to the outbox, as the service's do. */
-const subscriptionsOf = (sql: Sql) =>
-  subscriptionStore(
-    sql,
-    subscriptionEvents(async (tx, e) => {
-      await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
-    }),
-  );
+/** A subscription's events go to the outbox, as the service's do. */
+const events = subscriptionEvents(async (tx, e) => {
+  await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
+});
+const subscriptionsOf = (sql: Sql) => subscriptionStore(sql, events);
 
 beforeAll(async () => {
   sql = await openDatabase(
@@ -28,7 +25,7 @@ beforeAll(async () => {
     names.database("webhooks"),
   );
   await migrate(sql, migrations);
-  store = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+  store = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), events);
   resends = resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
 });
 afterAll(async () => {

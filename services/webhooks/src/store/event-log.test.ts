@@ -1,8 +1,8 @@
 import { naming } from "@funil/config";
-import { migrate, openDatabase, type Sql } from "@funil/db";
+import { migrate, openDatabase, type Sql, writeEvent } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { planOf } from "../../../../tests/plans.js";
-import { migrations } from "../server.js";
+import { migrations, subscriptionEvents } from "../server.js";
 import { deliveryStore } from "./deliveries.js";
 import { eventLogStore, type StreamEvent } from "./event-log.js";
 
@@ -22,7 +22,13 @@ beforeAll(async () => {
     names.database("webhooks"),
   );
   await migrate(sql, migrations);
-  deliveries = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+  deliveries = deliveryStore(
+    sql,
+    (id) => names.subject(`webhook.deliveries.${id}`),
+    subscriptionEvents(async (tx, e) => {
+      await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
+    }),
+  );
   log = eventLogStore(sql);
 });
 afterAll(async () => {

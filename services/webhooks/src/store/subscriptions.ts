@@ -1,7 +1,7 @@
 import { type EmitChange, inTransaction, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
 import { applyPatch, type SubscriptionChanges, type SubscriptionRecord } from "../subscriptions.js";
 
-const columns = (sql: Sql) => sql`
+export const columns = (sql: Sql) => sql`
   id, workspace_id, key_id, url, events, description, active, disabled_reason, failing_since, created_at, updated_at`;
 
 /** The secret to rotate in for 24 h besides the new one (docs/api/webhooks.md §POST /webhooks/{id}/rotate-secret). */
