@@ -34,7 +34,11 @@ const INTERNAL: Array<Omit<DomainEvent, "scope">> = [
     description: "POST /webhooks (the subscription, never its secret)",
     data: webhook,
   },
-  { type: "webhook.updated", description: "a PATCH that changed a webhook subscription", data: webhook },
+  {
+    type: "webhook.updated",
+    description: "a PATCH that changed a webhook subscription, or the sender deactivating it",
+    data: webhook,
+  },
   {
     type: "webhook.deleted",
     description: "DELETE /webhooks/{id} (the subscription as it was)",
