@@ -143,7 +143,31 @@ async function everyEvent() {
   expect((await ws.call("POST", `/appointments/${other.body.id}/cancel`, {})).status).toBe(200);
   const erased = await contact(ws);
   expect((await ws.call("POST", `/contacts/${erased.id}/erase`)).status).toBe(200);
+  await adminChanges(author.id);
   return sub.body.subscription.id as string;
+}
+
+/** The internal events of the admin API's changes and of a subscription's life (docs/api/events.md §Every event type). */
+async function adminChanges(memberId: string) {
+  const field = await ws.admin("POST", `/workspaces/${ws.id}/custom-fields`, {
+    entity: "contact",
+    fieldKey: `f${run}`.replace(/[^a-z0-9_]/gi, "_").toLowerCase(),
+    label: "Field",
+    type: "text",
+  });
+  expect(field.status, JSON.stringify(field.body)).toBe(201);
+  expect(
+    (await ws.admin("PATCH", `/workspaces/${ws.id}/members/${memberId}`, { role: "gerente" })).status,
+  ).toBe(200);
+  const spare = await ws.call("POST", "/webhooks", {
+    url: rx.url(`/spare-${run}`),
+    events: ["contact.created"],
+  });
+  expect(spare.status).toBe(201);
+  const id = spare.body.subscription.id;
+  expect((await ws.call("PATCH", `/webhooks/${id}`, { description: "spare" })).status).toBe(200);
+  expect((await ws.call("POST", `/webhooks/${id}/rotate-secret`)).status).toBe(200);
+  expect((await ws.call("DELETE", `/webhooks/${id}`)).status).toBe(204);
 }
 
 /** Every ingest and platform subject, as the other systems publish them, and one refused message of each stream. */

@@ -4,6 +4,7 @@ export * from "./idempotency.js";
 export * from "./ids.js";
 export * from "./lists.js";
 export * from "./migrate.js";
+export * from "./origin.js";
 export * from "./outbox.js";
 export * from "./pages.js";
 export * from "./reads.js";

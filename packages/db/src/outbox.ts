@@ -1,6 +1,7 @@
 import { activeTraceparent } from "@funil/telemetry";
 import { postgres, type Sql, type TransactionSql } from "./client.js";
 import { newId } from "./ids.js";
+import { type Actor, changedFields, type Origin, SYSTEM } from "./origin.js";
 import { publishTraced } from "./tracing.js";
 
 /** The envelope of every domain event (docs/api/events.md §Stream, subjects, envelope). */
@@ -10,6 +11,23 @@ export interface EventEnvelope<T = unknown> {
   workspaceId: string;
   occurredAt: string;
   data: T;
+  // writeEvent always sets the next three; a reader can still meet events written before they existed.
+  /** Who made the change (docs/api/events.md §Who made a change). */
+  actor?: Actor;
+  /** The gateway request that made it; null for the system's changes. */
+  requestId?: string | null;
+  /** The names of the fields the change set (a create) or changed (an update), never their values. */
+  changes?: string[];
+}
+
+/** What a service hands writeEvent: the change, and who made it in which request (the system when unsaid). */
+export interface EventInput<T = unknown> {
+  type: string;
+  workspaceId: string;
+  occurredAt: Date;
+  data: T;
+  origin?: Origin | undefined;
+  changes?: string[] | undefined;
 }
 
 /**
@@ -19,14 +37,18 @@ export interface EventEnvelope<T = unknown> {
 export async function writeEvent<T>(
   tx: TransactionSql,
   subjectOf: (type: string) => string,
-  event: { type: string; workspaceId: string; occurredAt: Date; data: T },
+  event: EventInput<T>,
 ): Promise<EventEnvelope<T>> {
+  const origin = event.origin ?? SYSTEM;
   const envelope: EventEnvelope<T> = {
     id: newId("evt", event.occurredAt.getTime()),
     type: event.type,
     workspaceId: event.workspaceId,
     occurredAt: event.occurredAt.toISOString(),
     data: event.data,
+    actor: origin.actor,
+    requestId: origin.requestId,
+    changes: event.changes ?? [],
   };
   await writeMessage(tx, [{ id: envelope.id, subject: subjectOf(event.type), payload: envelope }]);
   return envelope;
@@ -361,3 +383,42 @@ export async function firstDelivery(
     on conflict do nothing returning 1`;
   return rows.length === 1;
 }
+
+/**
+ * How a store writes the events of its changes: the row as it is after the change, who made it, and for
+ * an update the row before it (the fields that changed are read from the two) or, when the store did not
+ * read it, the names of the fields it changed (docs/api/events.md §Who made a change).
+ */
+export type EmitChange<Type extends string, Row> = (
+  tx: TransactionSql,
+  type: Type,
+  row: Row,
+  by: Origin,
+  before?: Row | readonly string[],
+) => Promise<void>;
+
+/**
+ * A store's EmitChange over a service's event writer: `data` is the resource as the API returns it
+ * (`json`), `occurredAt` the time `at` reads from it, and `changes` the names of the fields the change set
+ * or changed (docs/api/events.md §Who made a change).
+ */
+export function changeEmitter<Row extends { workspaceId: string }>(
+  emit: (tx: TransactionSql, event: EventInput) => Promise<void>,
+  json: (row: Row) => unknown,
+  at: (row: Row) => Date,
+): EmitChange<string, Row> {
+  return (tx, type, row, by, before) => {
+    const data = json(row);
+    const prior = before === undefined || isNames(before) ? before : json(before);
+    return emit(tx, {
+      type,
+      workspaceId: row.workspaceId,
+      occurredAt: at(row),
+      data,
+      origin: by,
+      changes: changedFields(data, prior),
+    });
+  };
+}
+
+const isNames = (v: unknown): v is readonly string[] => Array.isArray(v);

@@ -3,6 +3,7 @@
 // applies the same schemas to its gRPC requests. The messages other systems publish to the services on
 // NATS (ingest.ts, platform.ts) are here too, the source of the AsyncAPI document.
 export { z } from "zod";
+export * from "./audit.js";
 export * from "./common.js";
 export * from "./contacts.js";
 export * from "./deals.js";

@@ -1,10 +1,20 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
-import type { TransactionSql } from "@funil/db";
-import { type Infra, startService } from "@funil/rpc";
+import { CustomFieldSchema, MemberSchema } from "@funil/contracts";
+import { changeEmitter } from "@funil/db";
+import { type Infra, startService, toApiJson } from "@funil/rpc";
 import type { CrmConfig } from "./config.js";
 import { type CrmDeps, routes } from "./rpc/routes.js";
-import { contactWire, dealWire, erasureJson, noteWire, pipelineWire, taskWire } from "./rpc/wire.js";
+import {
+  contactWire,
+  customFieldToProto,
+  dealWire,
+  erasureJson,
+  memberToProto,
+  noteWire,
+  pipelineWire,
+  taskWire,
+} from "./rpc/wire.js";
 import { contactStore } from "./store/contacts.js";
 import { customFieldStore } from "./store/custom-fields.js";
 import { dealStore } from "./store/deals.js";
@@ -16,46 +26,50 @@ import { taskStore } from "./store/tasks.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** An event whose data is the resource as the API returns it, written in the change's transaction. */
-const emitter =
-  <R extends { workspaceId: string }>(
-    infra: Pick<Infra, "emit">,
-    json: (r: R) => unknown,
-    at: (r: R) => Date,
-  ) =>
-  (tx: TransactionSql, type: string, r: R) =>
-    infra.emit(tx, { type, workspaceId: r.workspaceId, occurredAt: at(r), data: json(r) });
-
 /** The stores on one database, each emitting its events through the outbox. */
 export function crmDeps(infra: Pick<Infra, "sql" | "emit" | "clock">): CrmDeps {
   const { sql, clock } = infra;
   const pipelines = pipelineStore(
     sql,
-    emitter(infra, pipelineWire.json, (p) => p.createdAt),
+    changeEmitter(infra.emit, pipelineWire.json, (p) => p.createdAt),
   );
   return {
     sql,
     contacts: contactStore(
       sql,
-      emitter(infra, contactWire.json, (c) => c.updatedAt),
-      emitter(infra, erasureJson, (e) => e.erasedAt),
+      changeEmitter(infra.emit, contactWire.json, (c) => c.updatedAt),
+      changeEmitter(infra.emit, erasureJson, (e) => e.erasedAt),
     ),
-    customFields: customFieldStore(sql),
-    members: memberStore(sql),
+    customFields: customFieldStore(
+      sql,
+      changeEmitter(
+        infra.emit,
+        (f) => toApiJson(CustomFieldSchema, customFieldToProto(f)),
+        (f) => f.createdAt,
+      ),
+    ),
+    members: memberStore(
+      sql,
+      changeEmitter(
+        infra.emit,
+        (m) => toApiJson(MemberSchema, memberToProto(m)),
+        (m) => m.updatedAt,
+      ),
+    ),
     pipelines,
     deals: dealStore(
       sql,
       pipelines,
-      emitter(infra, dealWire.json, (d) => d.updatedAt),
+      changeEmitter(infra.emit, dealWire.json, (d) => d.updatedAt),
     ),
     funnel: funnelStore(sql),
     tasks: taskStore(
       sql,
-      emitter(infra, taskWire.json, (t) => t.updatedAt),
+      changeEmitter(infra.emit, taskWire.json, (t) => t.updatedAt),
     ),
     notes: noteStore(
       sql,
-      emitter(infra, noteWire.json, (n) => n.createdAt),
+      changeEmitter(infra.emit, noteWire.json, (n) => n.createdAt),
     ),
     clock,
   };

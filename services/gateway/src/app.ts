@@ -19,6 +19,7 @@ import { tracingPlugin } from "./plugins/tracing.js";
 import { refuseUndecodableQuery } from "./query-encoding.js";
 import { adminRoutes } from "./routes/admin/index.js";
 import { appointmentRoutes } from "./routes/v1/appointments.js";
+import { auditRoutes } from "./routes/v1/audit.js";
 import { calendarRoutes } from "./routes/v1/calendars.js";
 import { contactRoutes } from "./routes/v1/contacts.js";
 import { customFieldRoutes } from "./routes/v1/custom-fields.js";
@@ -112,6 +113,7 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
       await v1.register(webhookRoutes(ctx));
       await v1.register(webhookDeliveryRoutes(ctx));
       await v1.register(eventRoutes(ctx));
+      await v1.register(auditRoutes(ctx));
       await v1.register(platformUserRoutes(ctx));
     },
     { prefix: "/api/v1" },

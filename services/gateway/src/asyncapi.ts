@@ -119,6 +119,16 @@ function eventSubjects(shared: Record<string, Json>): Subject[] {
         .datetime()
         .describe("the time of the change (the resource's updatedAt, or createdAt)"),
       data,
+      actor: z
+        .object({ type: z.enum(["key", "admin", "system"]), id: z.string().optional() })
+        .describe("who made the change: an API key (its id), the admin API, or the system itself"),
+      requestId: z
+        .string()
+        .nullable()
+        .describe("the gateway's x-request-id of the request that made the change; null for the system's"),
+      changes: z
+        .array(z.string())
+        .describe("the names of the fields the change set (a create) or changed, never their values"),
     });
     return {
       id: `events.${type}`,

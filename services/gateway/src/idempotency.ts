@@ -2,6 +2,7 @@ import type { CallOptions } from "@connectrpc/connect";
 import { REPLAYED_HEADER } from "@funil/rpc";
 import { idempotencyKey, z } from "@funil/schemas";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { writeOptions } from "./origin.js";
 import { errorResponses } from "./schemas/common.js";
 
 /**
@@ -23,7 +24,7 @@ export const IDEMPOTENCY_NOTE =
 export const idempotencyErrors = errorResponses(409, 422);
 
 /**
- * Calls the owning service with the request's key and marks a replayed
+ * Calls the owning service with the request's key and its caller (origin.ts) and marks a replayed
  * answer (a replayed failure is marked by the errors plugin).
  */
 export async function withIdempotencyKey<T>(
@@ -34,6 +35,7 @@ export async function withIdempotencyKey<T>(
   let replayed = false;
   const key = req.headers["idempotency-key"];
   const res = await call(typeof key === "string" ? key : undefined, {
+    ...writeOptions(req),
     onHeader: (headers) => {
       replayed = headers.get(REPLAYED_HEADER) === "true";
     },

@@ -17,6 +17,7 @@ export const SCOPES = [
   "members.read",
   "webhooks.manage",
   "platform.read",
+  "audit.read",
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

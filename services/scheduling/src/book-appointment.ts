@@ -1,5 +1,5 @@
 import type { Clock } from "@funil/config";
-import { type IdempotencyRequest, idempotencyKeyInUse, rememberedFailure } from "@funil/db";
+import { type IdempotencyRequest, idempotencyKeyInUse, type Origin, rememberedFailure } from "@funil/db";
 import { type ErrorDetail, fail, invalidReference } from "@funil/errors";
 import { type createAppointmentBody, instant, type z } from "@funil/schemas";
 import type { AppointmentRecord, BookingDraft } from "./booking.js";
@@ -148,6 +148,7 @@ async function bookOnce(
   body: BookingBody,
   request: IdempotencyRequest,
   now: Date,
+  by: Origin,
 ): Promise<Booking> {
   const earlier = await deps.appointments.rememberedAnswer(request, now);
   if (earlier) return { replayed: true, remembered: earlier.ok };
@@ -158,6 +159,7 @@ async function bookOnce(
       request,
       await checked(deps, body, request, now),
       now,
+      by,
       appointmentWire.json,
     );
     if (result.replayed) return { replayed: true, remembered: result.ok };
@@ -184,14 +186,19 @@ function checked(
   );
 }
 
-/** The booking use case over its dependencies: book(workspace, checked body, the key's request if any). */
+/** The booking use case over its dependencies: book(workspace, checked body, who asks, the key's request if any). */
 export function bookAppointment(deps: BookingDeps) {
-  return async (workspaceId: string, body: BookingBody, key?: IdempotencyRequest): Promise<Booking> => {
+  return async (
+    workspaceId: string,
+    body: BookingBody,
+    by: Origin,
+    key?: IdempotencyRequest,
+  ): Promise<Booking> => {
     const now = deps.clock.now();
-    if (key) return bookOnce(deps, body, key, now);
+    if (key) return bookOnce(deps, body, key, now, by);
     const draft = await checkBooking(deps, workspaceId, body, now);
     const meeting = await underHold(deps, workspaceId, draft, () =>
-      deps.appointments.book(workspaceId, draft, now),
+      deps.appointments.book(workspaceId, draft, now, by),
     );
     return { replayed: false, meeting };
   };

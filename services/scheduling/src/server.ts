@@ -1,14 +1,15 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
-import { SERVICES } from "@funil/contracts";
+import { CalendarSchema, SERVICES } from "@funil/contracts";
+import { changeEmitter } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
-import { clientsOf, type Infra, rpcOptions, startService } from "@funil/rpc";
+import { clientsOf, type Infra, rpcOptions, startService, toApiJson } from "@funil/rpc";
 import type { Redis } from "ioredis";
 import type { SchedulingConfig } from "./config.js";
 import { type CrmDirectory, crmDirectory } from "./crm.js";
 import { startErasures } from "./events/erasures.js";
 import { routes, type SchedulingDeps } from "./rpc/routes.js";
-import { appointmentWire } from "./rpc/wire.js";
+import { appointmentWire, calendarToProto } from "./rpc/wire.js";
 import { appointmentStore } from "./store/appointments.js";
 import { calendarStore } from "./store/calendars.js";
 import { erasureStore } from "./store/erasures.js";
@@ -25,14 +26,17 @@ export function schedulingDeps(
   const { sql, clock } = infra;
   return {
     sql,
-    calendars: calendarStore(sql),
-    appointments: appointmentStore(sql, (tx, type, meeting) =>
-      infra.emit(tx, {
-        type,
-        workspaceId: meeting.workspaceId,
-        occurredAt: meeting.updatedAt,
-        data: appointmentWire.json(meeting),
-      }),
+    calendars: calendarStore(
+      sql,
+      changeEmitter(
+        infra.emit,
+        (c) => toApiJson(CalendarSchema, calendarToProto(c)),
+        (c) => c.createdAt,
+      ),
+    ),
+    appointments: appointmentStore(
+      sql,
+      changeEmitter(infra.emit, appointmentWire.json, (m) => m.updatedAt),
     ),
     guard: bookingGuard({ redis: redis.client, prefix: redis.prefix }),
     crm,

@@ -53,4 +53,18 @@ describe("redacting a delivery's body (docs/api/contacts.md §POST /contacts/{id
       redactBody("contact.erased", body("contact.erased", { id: "ct_1", erasedAt: "x" }), "ct_1"),
     ).toBeUndefined();
   });
+
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: the event log's note and task events about the contact lose their text, as crm deletes the notes and empties the tasks' bodies", () => {
+    const note = { id: "nt_1", contactId: "ct_1", body: "Called Maria on 97777", userId: "u_1" };
+    expect(JSON.parse(redactBody("note.created", body("note.created", note), "ct_1")!).data).toEqual({
+      ...note,
+      body: null,
+    });
+    const task = { id: "tk_1", contactId: "ct_1", title: "Call back", body: "ring 97777" };
+    expect(JSON.parse(redactBody("task.updated", body("task.updated", task), "ct_1")!).data).toEqual({
+      ...task,
+      body: null,
+    });
+    expect(redactBody("task.created", body("task.created", task), "ct_2")).toBeUndefined();
+  });
 });

@@ -32,17 +32,31 @@ const ERASED_MEETING = {
 
 type Body = { data?: Record<string, unknown> };
 
+/**
+ * The free text of a note or a task about the contact: crm deletes the notes and empties the tasks'
+ * bodies, and the event log (which keeps internal events too) must not keep them either.
+ */
+const ERASED_TEXT = { body: null };
+
+/** What an event's data keeps of an erased contact, by event type; undefined: nothing personal in it. */
+function erasedFieldsOf(event: string): Record<string, unknown> | undefined {
+  if (event === "contact.created" || event === "contact.updated") return ERASED_CONTACT;
+  if (event.startsWith("meeting.")) return ERASED_MEETING;
+  if (event === "note.created" || event.startsWith("task.")) return ERASED_TEXT;
+  return undefined;
+}
+
 /** The contact an event's body carries personal data of, or undefined (deal events carry only its id). */
 export function contactOf(event: string, data: Record<string, unknown> | undefined): string | undefined {
   if (event === "contact.created" || event === "contact.updated") return data?.id as string | undefined;
-  if (event.startsWith("meeting.")) return data?.contactId as string | undefined;
+  if (erasedFieldsOf(event)) return data?.contactId as string | undefined;
   return undefined;
 }
 
 /** The body without `contactId`'s personal data; undefined when it carries none of it. */
 export function redactBody(event: string, body: string, contactId: string): string | undefined {
   const parsed = JSON.parse(body) as Body;
-  if (!parsed.data || contactOf(event, parsed.data) !== contactId) return undefined;
-  const erased = event.startsWith("meeting.") ? ERASED_MEETING : ERASED_CONTACT;
+  const erased = erasedFieldsOf(event);
+  if (!parsed.data || !erased || contactOf(event, parsed.data) !== contactId) return undefined;
   return JSON.stringify({ ...parsed, data: { ...parsed.data, ...erased } });
 }

@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
 import { AuthService } from "@funil/contracts";
-import type { Sweep } from "@funil/db";
+import { changeEmitter, type Sweep } from "@funil/db";
 import { type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
 import { startErasures } from "./events/erasures.js";
@@ -11,27 +11,35 @@ import { startSender } from "./events/sender.js";
 import { threadPoster } from "./poster-thread.js";
 import { routes } from "./rpc/routes.js";
 import type { WebhookDeps } from "./rpc/webhooks.js";
+import { subscriptionWire } from "./rpc/wire.js";
 import { secretBox } from "./secrets.js";
 import { attemptStore } from "./store/attempts.js";
 import { deliveryStore } from "./store/deliveries.js";
 import { erasureStore } from "./store/erasures.js";
 import { eventLogStore } from "./store/event-log.js";
 import { resendStore } from "./store/resend.js";
-import { subscriptionStore } from "./store/subscriptions.js";
+import { type EmitSubscriptionEvent, subscriptionStore } from "./store/subscriptions.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 
+/**
+ * A subscription's internal events (docs/api/events.md §Who made a change): `data` is the subscription as
+ * the API returns it, never its secret.
+ */
+export const subscriptionEvents = (emit: Infra["emit"]): EmitSubscriptionEvent =>
+  changeEmitter(emit, subscriptionWire.json, (s) => s.updatedAt);
+
 /** The stores and collaborators of the handlers, on one database. */
 export function webhookDeps(
-  infra: Pick<Infra, "sql" | "names" | "clock" | "nc">,
+  infra: Pick<Infra, "sql" | "names" | "clock" | "nc" | "emit">,
   config: WebhooksConfig,
   auth: WebhookDeps["auth"],
 ): WebhookDeps {
   const subject = (id: string) => infra.names.subject(`webhook.deliveries.${id}`);
   return {
     sql: infra.sql,
-    subscriptions: subscriptionStore(infra.sql),
-    deliveries: deliveryStore(infra.sql, subject),
+    subscriptions: subscriptionStore(infra.sql, subscriptionEvents(infra.emit)),
+    deliveries: deliveryStore(infra.sql, subject, subscriptionEvents(infra.emit)),
     resends: resendStore(infra.sql, subject),
     attempts: attemptStore(infra.sql),
     events: eventLogStore(infra.sql),

@@ -614,6 +614,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who changed what: the workspace's changes, oldest first, with their actor and request id
+         * @description Each entry names the change's actor (the API key's id, admin, or system), the x-request-id the gateway answered the request that made it, and the names (never the values) of the fields it set or changed. entity restricts the list to one kind of entity, id (with entity) to one of them; after (ISO-8601) to changes that occurred after that instant. Kept EVENT_LOG_RETENTION_DAYS.
+         */
+        get: operations["listAuditEntries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/platform/users": {
         parameters: {
             query?: never;
@@ -1636,6 +1656,22 @@ export interface components {
                 read: boolean;
                 lastDate: string;
             }[];
+        };
+        AuditActor: {
+            /** @enum {string} */
+            type: "key" | "admin" | "system";
+            id: string | null;
+        };
+        AuditEntry: {
+            id: string;
+            type: string;
+            /** @enum {string} */
+            entity: "contact" | "opportunity" | "task" | "note" | "pipeline" | "meeting" | "webhook" | "custom_field" | "member" | "calendar";
+            entityId: string;
+            actor: components["schemas"]["AuditActor"];
+            requestId: string | null;
+            changes: string[];
+            occurredAt: string;
         };
         Event: {
             /** @description the event's id, the same at every attempt, resend and recover */
@@ -8874,6 +8910,139 @@ export interface operations {
             };
         };
     };
+    listAuditEntries: {
+        parameters: {
+            query?: {
+                entity?: "contact" | "opportunity" | "task" | "note" | "pipeline" | "meeting" | "webhook" | "custom_field" | "member" | "calendar";
+                id?: string;
+                after?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AuditEntry"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description validation_failed: a bad value, a NUL character, JSON nested too deep, an HTTP/1.1 request without Host. A malformed header (the connection then closes) or a path that does not decode is refused before the key is read: x-request-id, but no x-ratelimit-* */
+            400: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description expectation_failed: an Expect header other than 100-continue */
+            417: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: over the key's rate limit */
+            429: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description headers_too_large: request line and headers over 16 KB; refused before the key is read: x-request-id but no x-ratelimit-* (the connection then closes) */
+            431: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal: a bug, never an outage; it does not show its cause */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unavailable: a backing service is down; retry */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit": components["headers"]["RateLimitLimit"];
+                    "x-ratelimit-remaining": components["headers"]["RateLimitRemaining"];
+                    "x-ratelimit-reset": components["headers"]["RateLimitReset"];
+                    "retry-after": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listPlatformUsers: {
         parameters: {
             query?: {
@@ -9558,7 +9727,7 @@ export interface operations {
             content: {
                 "application/json": {
                     name: string;
-                    scopes: ("contacts.read" | "contacts.write" | "opportunities.read" | "opportunities.write" | "calendars.read" | "calendars.write" | "tasks.read" | "tasks.write" | "interactions.read" | "members.read" | "webhooks.manage" | "platform.read")[];
+                    scopes: ("contacts.read" | "contacts.write" | "opportunities.read" | "opportunities.write" | "calendars.read" | "calendars.write" | "tasks.read" | "tasks.write" | "interactions.read" | "members.read" | "webhooks.manage" | "platform.read" | "audit.read")[];
                 };
             };
         };
@@ -9840,7 +10009,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    scopes: ("contacts.read" | "contacts.write" | "opportunities.read" | "opportunities.write" | "calendars.read" | "calendars.write" | "tasks.read" | "tasks.write" | "interactions.read" | "members.read" | "webhooks.manage" | "platform.read")[];
+                    scopes: ("contacts.read" | "contacts.write" | "opportunities.read" | "opportunities.write" | "calendars.read" | "calendars.write" | "tasks.read" | "tasks.write" | "interactions.read" | "members.read" | "webhooks.manage" | "platform.read" | "audit.read")[];
                 };
             };
         };
@@ -11151,6 +11320,7 @@ export const OPERATION_ROUTES = {
     recoverWebhook: ["post", "/api/v1/webhooks/{id}/recover", false],
     listWebhookAttempts: ["get", "/api/v1/webhooks/{id}/attempts", false],
     listEvents: ["get", "/api/v1/events", false],
+    listAuditEntries: ["get", "/api/v1/audit", false],
     listPlatformUsers: ["get", "/api/v1/platform/users", false],
     getPlatformUser: ["get", "/api/v1/platform/users/{id}", false],
 } as const;

@@ -11,7 +11,7 @@ import {
   ListContactsRequestSchema,
   UpsertContactResponseSchema,
 } from "@funil/contracts";
-import { getById, keysetList, type Sql } from "@funil/db";
+import { getById, keysetList, originOf, type Sql } from "@funil/db";
 import { invalid, notFound } from "@funil/errors";
 import { asMessageJson, idempotent, keyedCall, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
 import {
@@ -90,7 +90,14 @@ export function contactService(deps: {
       rememberContact,
     );
     return idempotent(ctx, call, async (tx) => {
-      const row = await contacts.setStatus(req.workspaceId, id, status, call.now, tx);
+      const row = await contacts.setStatus(
+        req.workspaceId,
+        id,
+        status,
+        call.now,
+        originOf(ctx.requestHeader),
+        tx,
+      );
       if (!row) throw notFound("contact");
       return reply(row);
     });
@@ -114,16 +121,23 @@ export function contactService(deps: {
       if (replay) return replay;
       await checkCustomFields(req.workspaceId, "contact", changes.customFields);
       return runOnce(ctx, call, async (tx) => {
-        const { contact, created } = await contacts.upsert(req.workspaceId, changes, call.now, tx);
+        const by = originOf(ctx.requestHeader);
+        const { contact, created } = await contacts.upsert(req.workspaceId, changes, call.now, by, tx);
         return { ...reply(contact), created };
       });
     },
 
-    async updateContact(req) {
+    async updateContact(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
       const changes = changesOf(check(patchContactBody, fieldsOf(req), "body"));
       await checkCustomFields(req.workspaceId, "contact", changes.customFields);
-      const row = await contacts.update(req.workspaceId, id, changes, clock.now());
+      const row = await contacts.update(
+        req.workspaceId,
+        id,
+        changes,
+        clock.now(),
+        originOf(ctx.requestHeader),
+      );
       if (!row) throw notFound("contact");
       return reply(row);
     },
@@ -141,7 +155,7 @@ export function contactService(deps: {
       const { id } = check(idParam, { id: req.id }, "path");
       const call = keyedCall(deps.sql, req, "EraseContact", { id }, clock.now(), rememberErasure);
       return idempotent(ctx, call, async (tx) => {
-        const erasure = await contacts.erase(req.workspaceId, id, call.now, tx);
+        const erasure = await contacts.erase(req.workspaceId, id, call.now, originOf(ctx.requestHeader), tx);
         if (!erasure) throw notFound("contact");
         return erasureToProto(erasure);
       });

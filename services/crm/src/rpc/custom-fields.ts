@@ -5,6 +5,7 @@ import {
   type CustomFieldService,
   ListCustomFieldsRequestSchema,
 } from "@funil/contracts";
+import { originOf } from "@funil/db";
 import { invalid } from "@funil/errors";
 import { plainOf } from "@funil/rpc";
 import { check, createCustomFieldBody, listCustomFieldsQuery } from "@funil/schemas";
@@ -37,7 +38,7 @@ export function customFieldService(deps: {
   clock: Clock;
 }): ServiceImpl<typeof CustomFieldService> {
   return {
-    async createCustomField(req) {
+    async createCustomField(req, ctx) {
       const body = check(createCustomFieldBody, plainOf(CreateCustomFieldRequestSchema, req), "body");
       const row = await deps.customFields.create(
         req.workspaceId,
@@ -49,6 +50,7 @@ export function customFieldService(deps: {
           options: body.type === "select" ? [...new Set(body.options)] : [],
         },
         deps.clock.now(),
+        originOf(ctx.requestHeader),
       );
       return { customField: customFieldToProto(row) };
     },

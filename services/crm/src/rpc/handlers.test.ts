@@ -1,7 +1,7 @@
 import { Code, type ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { type Clock, naming } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
-import { migrate, openDatabase, type Sql, writeEvent } from "@funil/db";
+import { migrate, openDatabase, type Sql, SYSTEM, writeEvent } from "@funil/db";
 import { describeError, errorInterceptor, REPLAYED_HEADER } from "@funil/rpc";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -276,7 +276,7 @@ describe("erase handlers (docs/api/contacts.md §POST /contacts/{id}/erase)", ()
     const { ct, userId } = await filled(w);
     let note: Promise<unknown> | undefined;
     await sql.begin(async (tx) => {
-      await deps.contacts.erase(w, ct.id, now, tx);
+      await deps.contacts.erase(w, ct.id, now, SYSTEM, tx);
       note = caught(crm.notes.createNote({ workspaceId: w, contactId: ct.id, body: "late", userId }));
       // The note's check has reached the database and waits on the erasure's lock.
       await new Promise((r) => setTimeout(r, 300));

@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import { CreateMemberRequestSchema, type MemberService, UpdateMemberRequestSchema } from "@funil/contracts";
+import { originOf } from "@funil/db";
 import { notFound } from "@funil/errors";
 import { plainOf } from "@funil/rpc";
 import { check, createMemberBody, idParam, patchMemberBody } from "@funil/schemas";
@@ -12,17 +13,18 @@ export function memberService(deps: {
   clock: Clock;
 }): ServiceImpl<typeof MemberService> {
   return {
-    async createMember(req) {
+    async createMember(req, ctx) {
       const body = check(createMemberBody, plainOf(CreateMemberRequestSchema, req), "body");
       const row = await deps.members.create(
         req.workspaceId,
         { name: body.name.trim(), email: body.email, role: body.role.trim(), active: body.active ?? true },
         deps.clock.now(),
+        originOf(ctx.requestHeader),
       );
       return { member: memberToProto(row) };
     },
 
-    async updateMember(req) {
+    async updateMember(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
       const body = check(
         patchMemberBody,
@@ -34,6 +36,7 @@ export function memberService(deps: {
         id,
         { name: body.name?.trim(), role: body.role?.trim(), active: body.active },
         deps.clock.now(),
+        originOf(ctx.requestHeader),
       );
       if (!row) throw notFound("member");
       return { member: memberToProto(row) };

@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import { CreateNoteRequestSchema, CreateNoteResponseSchema, type NoteService } from "@funil/contracts";
-import type { Sql } from "@funil/db";
+import { originOf, type Sql } from "@funil/db";
 import { asMessageJson, idempotent, keyedCall, plainOf } from "@funil/rpc";
 import { check, createNoteBody } from "@funil/schemas";
 import type { NoteStore } from "../store/notes.js";
@@ -29,6 +29,7 @@ export function noteService(deps: {
             userId: body.userId,
           },
           call.now,
+          originOf(ctx.requestHeader),
           tx,
         );
         return { note: noteWire.proto(note) };

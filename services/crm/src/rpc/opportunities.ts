@@ -10,7 +10,7 @@ import {
   OpportunitySchema,
   type OpportunityService,
 } from "@funil/contracts";
-import { type FiltersOf, getById, keysetList, type Sql } from "@funil/db";
+import { type FiltersOf, getById, keysetList, originOf, type Sql } from "@funil/db";
 import { fromApiJson, keyedCall, plainOf, type Remember, replayOf, runOnce, toApiJson } from "@funil/rpc";
 import {
   check,
@@ -118,27 +118,31 @@ export function opportunityService(deps: {
       if (replay) return replay;
       await checkCustomFields(req.workspaceId, "opportunity", input.customFields);
       return runOnce(ctx, call, async (tx) => ({
-        opportunity: dealWire.proto(await deals.create(req.workspaceId, input, call.now, tx)),
+        opportunity: dealWire.proto(
+          await deals.create(req.workspaceId, input, call.now, originOf(ctx.requestHeader), tx),
+        ),
       }));
     },
 
-    async updateOpportunity(req) {
+    async updateOpportunity(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
       const fields: OpportunityFields = req.fields ?? create(OpportunityFieldsSchema);
       const changes = changesOf(check(patchDealBody, plainOf(OpportunityFieldsSchema, fields), "body"));
       await checkCustomFields(req.workspaceId, "opportunity", changes.customFields);
-      return reply(await deals.update(req.workspaceId, id, changes, clock.now()));
+      return reply(
+        await deals.update(req.workspaceId, id, changes, clock.now(), originOf(ctx.requestHeader)),
+      );
     },
 
-    async trashOpportunity(req) {
+    async trashOpportunity(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
-      await deals.trash(req.workspaceId, id, clock.now());
+      await deals.trash(req.workspaceId, id, clock.now(), originOf(ctx.requestHeader));
       return {};
     },
 
-    async restoreOpportunity(req) {
+    async restoreOpportunity(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
-      return reply(await deals.restore(req.workspaceId, id, clock.now()));
+      return reply(await deals.restore(req.workspaceId, id, clock.now(), originOf(ctx.requestHeader)));
     },
   };
 }

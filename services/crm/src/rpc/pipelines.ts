@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import type { PipelineService } from "@funil/contracts";
+import { originOf } from "@funil/db";
 import { check, createPipelineBody } from "@funil/schemas";
 import type { PipelineStore } from "../store/pipelines.js";
 import { pipelineWire } from "./wire.js";
@@ -10,7 +11,7 @@ export function pipelineService(deps: {
   clock: Clock;
 }): ServiceImpl<typeof PipelineService> {
   return {
-    async createPipeline(req) {
+    async createPipeline(req, ctx) {
       const body = check(
         createPipelineBody,
         { name: req.name, stages: req.stageNames.map((name) => ({ name })) },
@@ -21,6 +22,7 @@ export function pipelineService(deps: {
         body.name.trim(),
         body.stages.map((s) => s.name.trim()),
         deps.clock.now(),
+        originOf(ctx.requestHeader),
       );
       return { pipeline: pipelineWire.proto(row) };
     },

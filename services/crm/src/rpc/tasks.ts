@@ -7,7 +7,7 @@ import {
   TaskFieldsSchema,
   type TaskService,
 } from "@funil/contracts";
-import { keysetList, type Sql } from "@funil/db";
+import { keysetList, originOf, type Sql } from "@funil/db";
 import { asMessageJson, idempotent, keyedCall, plainOf } from "@funil/rpc";
 import {
   check,
@@ -69,14 +69,24 @@ export function taskService(deps: {
       const changes = changesOf(check(createTaskBody, plain, "body"));
       const call = keyedCall(deps.sql, req, "CreateTask", plain, clock.now(), rememberCreated);
       return idempotent(ctx, call, async (tx) =>
-        reply(await tasks.create(req.workspaceId, { ...changes, title: changes.title! }, call.now, tx)),
+        reply(
+          await tasks.create(
+            req.workspaceId,
+            { ...changes, title: changes.title! },
+            call.now,
+            originOf(ctx.requestHeader),
+            tx,
+          ),
+        ),
       );
     },
 
-    async updateTask(req) {
+    async updateTask(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
       const changes = changesOf(check(patchTaskBody, fieldsOf(req.fields), "body"));
-      return reply(await tasks.update(req.workspaceId, id, changes, clock.now()));
+      return reply(
+        await tasks.update(req.workspaceId, id, changes, clock.now(), originOf(ctx.requestHeader)),
+      );
     },
   };
 }

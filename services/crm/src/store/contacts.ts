@@ -1,9 +1,11 @@
 import {
   coalescedReads,
+  type EmitChange,
   forgetAnswers,
   inTransaction,
   isUniqueViolation,
   newId,
+  type Origin,
   pageLimit,
   type Sql,
   type TransactionSql,
@@ -25,11 +27,7 @@ import {
 import { checkReferences } from "./references.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
-export type EmitContactEvent = (
-  tx: TransactionSql,
-  type: "contact.created" | "contact.updated",
-  contact: ContactRecord,
-) => Promise<void>;
+export type EmitContactEvent = EmitChange<"contact.created" | "contact.updated", ContactRecord>;
 
 /** What an erasure did in crm (docs/api/contacts.md §POST /contacts/{id}/erase). */
 export interface ErasureRecord {
@@ -42,11 +40,10 @@ export interface ErasureRecord {
 }
 
 /** Emits contact.erased inside the erasure's transaction (outbox). */
-export type EmitErasure = (
-  tx: TransactionSql,
-  type: "contact.erased",
-  erasure: ErasureRecord,
-) => Promise<void>;
+export type EmitErasure = EmitChange<"contact.erased", ErasureRecord>;
+
+/** The fields an erasure empties (emptyContact), as the audit names them. */
+const ERASED_FIELDS = Object.keys(emptyContact());
 
 /** The remembered answers under an Idempotency-Key that carry an erased contact's data. */
 const answersAbout = (id: string) => [
@@ -162,7 +159,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
      * a concurrent insert of the same phone makes this attempt fail with a
      * unique violation, and the retry finds and fills the winner's row.
      */
-    async upsert(workspaceId: string, input: ContactChanges, now: Date, outer?: TransactionSql) {
+    async upsert(workspaceId: string, input: ContactChanges, now: Date, by: Origin, outer?: TransactionSql) {
       const digits = phoneDigits(input.phone);
       const email = emailKey(input.email);
       for (let attempt = 1; ; attempt++) {
@@ -189,7 +186,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
               const [row] = await tx<ContactRecord[]>`
                 update contacts set ${tx(stateColumns(tx, next))}, updated_at = ${now}
                 where id = ${found.id} returning ${columns(tx)}`;
-              await emit(tx, "contact.updated", row!);
+              await emit(tx, "contact.updated", row!, by, found);
               return { contact: row!, created: false };
             }
             const state = fillForUpsert(emptyContact(), input, { dropEmail: false });
@@ -203,7 +200,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
                 created_at: now,
                 updated_at: now,
               })} returning ${columns(tx)}`;
-            await emit(tx, "contact.created", row!);
+            await emit(tx, "contact.created", row!, by);
             return { contact: row!, created: true };
           });
         } catch (err) {
@@ -214,7 +211,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
     },
 
     /** PATCH: a phone or e-mail that another contact has is a 409 contact_conflict. */
-    async update(workspaceId: string, id: string, patch: ContactChanges, now: Date) {
+    async update(workspaceId: string, id: string, patch: ContactChanges, now: Date, by: Origin) {
       try {
         return await sql.begin(async (tx) => {
           const found = await lockOne(tx, live(workspaceId, id));
@@ -225,7 +222,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
           const [row] = await tx<ContactRecord[]>`
             update contacts set ${tx(stateColumns(tx, next))}, updated_at = ${now}
             where id = ${found.id} returning ${columns(tx)}`;
-          await emit(tx, "contact.updated", row!);
+          await emit(tx, "contact.updated", row!, by, found);
           return row!;
         });
       } catch (err) {
@@ -243,6 +240,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
       id: string,
       status: "active" | "archived",
       now: Date,
+      by: Origin,
       outer?: TransactionSql,
     ) {
       return inTransaction(sql, outer, async (tx) => {
@@ -250,7 +248,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
         if (!found || found.status === status) return found;
         const [row] = await tx<ContactRecord[]>`
           update contacts set status = ${status}, updated_at = ${now} where id = ${id} returning ${columns(tx)}`;
-        await emit(tx, "contact.updated", row!);
+        await emit(tx, "contact.updated", row!, by, found);
         return row!;
       });
     },
@@ -265,6 +263,7 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
       workspaceId: string,
       id: string,
       now: Date,
+      by: Origin,
       outer?: TransactionSql,
     ): Promise<ErasureRecord | undefined> {
       return inTransaction(sql, outer, async (tx) => {
@@ -293,7 +292,8 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
           tasksCleared: tasks.length,
           opportunitiesKept: deals!.count,
         };
-        await emitErasure(tx, "contact.erased", erasure);
+        // The audit names what was emptied, never what it held.
+        await emitErasure(tx, "contact.erased", erasure, by, ERASED_FIELDS);
         return erasure;
       });
     },

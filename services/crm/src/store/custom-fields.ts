@@ -1,4 +1,4 @@
-import { isUniqueViolation, newId, type Sql } from "@funil/db";
+import { type EmitChange, isUniqueViolation, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 import type { FieldType } from "../custom-fields.js";
 
@@ -12,12 +12,24 @@ export interface CustomFieldRecord {
   createdAt: Date;
 }
 
-export function customFieldStore(sql: Sql) {
+/** Internal events (docs/api/events.md §Every event type): every custom field's creation is in GET /audit. */
+export type EmitCustomFieldEvent = EmitChange<
+  "custom_field.created",
+  CustomFieldRecord & { workspaceId: string }
+>;
+
+export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
   return {
-    async create(workspaceId: string, def: Omit<CustomFieldRecord, "id" | "createdAt">, now: Date) {
+    async create(
+      workspaceId: string,
+      def: Omit<CustomFieldRecord, "id" | "createdAt">,
+      now: Date,
+      by: Origin,
+    ) {
       try {
-        const [row] = await sql<CustomFieldRecord[]>`
-          insert into custom_field_defs ${sql({
+        return await sql.begin(async (tx) => {
+          const [row] = await tx<CustomFieldRecord[]>`
+          insert into custom_field_defs ${tx({
             id: newId("cf", now.getTime()),
             workspace_id: workspaceId,
             entity: def.entity,
@@ -27,7 +39,9 @@ export function customFieldStore(sql: Sql) {
             options: def.options,
             created_at: now,
           })} returning id, entity, field_key, label, type, options, created_at`;
-        return row!;
+          await emit(tx, "custom_field.created", { ...row!, workspaceId }, by);
+          return row!;
+        });
       } catch (err) {
         if (isUniqueViolation(err))
           throw fail(

@@ -1,4 +1,13 @@
-import { coalescedReads, inTransaction, newId, pageLimit, type Sql, type TransactionSql } from "@funil/db";
+import {
+  coalescedReads,
+  type EmitChange,
+  inTransaction,
+  newId,
+  type Origin,
+  pageLimit,
+  type Sql,
+  type TransactionSql,
+} from "@funil/db";
 import { invalidReference, notFound } from "@funil/errors";
 import {
   applyDealPatch,
@@ -14,7 +23,7 @@ import type { PipelineStore } from "./pipelines.js";
 import { checkReferences, mapWriteError, type Reference } from "./references.js";
 
 /** Emits a domain event inside the transaction of the change (outbox). */
-export type EmitDealEvent = (tx: TransactionSql, type: DealEventType, deal: DealRecord) => Promise<void>;
+export type EmitDealEvent = EmitChange<DealEventType, DealRecord>;
 
 /** Filters of GET /opportunities (docs/api/deals.md §GET /opportunities): every *After is >, every *Before is <. */
 export interface DealFilters {
@@ -68,6 +77,9 @@ function stateColumns(sql: Db, s: DealState) {
     stage_changed_at: s.stageChangedAt,
   };
 }
+
+/** What trashing and restoring change: the deal's trash mark, which the API does not show as a field. */
+const TRASHED = ["trashedAt"];
 
 export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEvent) {
   /** A live (not trashed) deal by id; the reads of one RPC batch in one statement. */
@@ -125,6 +137,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
     workspaceId: string,
     input: DealInput,
     now: Date,
+    by: Origin,
   ): Promise<DealRecord> {
     const refs: Reference[] = [
       { path: "contactId", kind: "contact", id: input.contactId },
@@ -152,7 +165,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
           updated_at: now,
         })} returning ${columns(tx)}`;
       const deal = toRecord(row!);
-      await emit(tx, "opportunity.created", deal);
+      await emit(tx, "opportunity.created", deal, by);
       return deal;
     } catch (err) {
       mapWriteError(err);
@@ -183,13 +196,20 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
       workspaceId: string,
       input: DealInput,
       now: Date,
+      by: Origin,
       outer?: TransactionSql,
     ): Promise<DealRecord> {
-      return inTransaction(sql, outer, (tx) => createIn(tx, workspaceId, input, now));
+      return inTransaction(sql, outer, (tx) => createIn(tx, workspaceId, input, now, by));
     },
 
     /** PATCH (docs/api/deals.md §PATCH /opportunities/{id}); a change that changes nothing writes and emits nothing. */
-    async update(workspaceId: string, id: string, changes: DealChanges, now: Date): Promise<DealRecord> {
+    async update(
+      workspaceId: string,
+      id: string,
+      changes: DealChanges,
+      now: Date,
+      by: Origin,
+    ): Promise<DealRecord> {
       return sql.begin(async (tx) => {
         const found = await lockLive(tx, workspaceId, id);
         if (!found) throw notFound("opportunity");
@@ -213,7 +233,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
             update opportunities set ${tx({ ...stateColumns(tx, next), updated_at: now })}
             where id = ${found.id} returning ${columns(tx)}`;
           const deal = toRecord(row!);
-          for (const type of events) await emit(tx, type, deal);
+          for (const type of events) await emit(tx, type, deal, by, found);
           return deal;
         } catch (err) {
           mapWriteError(err);
@@ -222,7 +242,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
     },
 
     /** Moves a live deal to the trash; a missing or already trashed deal is not found. */
-    async trash(workspaceId: string, id: string, now: Date): Promise<DealRecord> {
+    async trash(workspaceId: string, id: string, now: Date, by: Origin): Promise<DealRecord> {
       return sql.begin(async (tx) => {
         const [row] = await tx<Row[]>`
           update opportunities set trashed_at = ${now}, updated_at = ${now}
@@ -230,13 +250,13 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
           returning ${columns(tx)}`;
         if (!row) throw notFound("opportunity");
         const deal = toRecord(row);
-        await emit(tx, "opportunity.trashed", deal);
+        await emit(tx, "opportunity.trashed", deal, by, TRASHED);
         return deal;
       });
     },
 
     /** Brings a trashed deal back; restoring a live deal is a no-op that answers it. */
-    async restore(workspaceId: string, id: string, now: Date): Promise<DealRecord> {
+    async restore(workspaceId: string, id: string, now: Date, by: Origin): Promise<DealRecord> {
       return sql.begin(async (tx) => {
         const [current] = await tx<Row[]>`
           select ${columns(tx)} from opportunities where workspace_id = ${workspaceId} and id = ${id} for update`;
@@ -245,7 +265,7 @@ export function dealStore(sql: Sql, pipelines: PipelineStore, emit: EmitDealEven
         const [row] = await tx<Row[]>`
           update opportunities set trashed_at = null, updated_at = ${now} where id = ${id} returning ${columns(tx)}`;
         const deal = toRecord(row!);
-        await emit(tx, "opportunity.restored", deal);
+        await emit(tx, "opportunity.restored", deal, by, TRASHED);
         return deal;
       });
     },

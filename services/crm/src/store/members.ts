@@ -1,4 +1,4 @@
-import { isUniqueViolation, newId, type Sql } from "@funil/db";
+import { type EmitChange, isUniqueViolation, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 
 export interface MemberRecord {
@@ -10,21 +10,31 @@ export interface MemberRecord {
   createdAt: Date;
 }
 
+/** A member as its events carry it: with its workspace and the time of the change. */
+export type MemberChange = MemberRecord & { workspaceId: string; updatedAt: Date };
+/** Internal events (docs/api/events.md §Every event type): every change of a member is in GET /audit. */
+export type EmitMemberEvent = EmitChange<"member.created" | "member.updated", MemberChange>;
+
+const COLUMNS = "id, name, email, role, active, created_at";
+
 const conflict = () => fail("conflict", "a member with this e-mail already exists in the workspace");
 
-export function memberStore(sql: Sql) {
+export function memberStore(sql: Sql, emit: EmitMemberEvent) {
   return {
-    async create(workspaceId: string, m: Omit<MemberRecord, "id" | "createdAt">, now: Date) {
+    async create(workspaceId: string, m: Omit<MemberRecord, "id" | "createdAt">, now: Date, by: Origin) {
       try {
-        const [row] = await sql<MemberRecord[]>`
-          insert into members ${sql({
-            id: newId("usr", now.getTime()),
-            workspace_id: workspaceId,
-            ...m,
-            created_at: now,
-            updated_at: now,
-          })} returning id, name, email, role, active, created_at`;
-        return row!;
+        return await sql.begin(async (tx) => {
+          const [row] = await tx<MemberRecord[]>`
+            insert into members ${tx({
+              id: newId("usr", now.getTime()),
+              workspace_id: workspaceId,
+              ...m,
+              created_at: now,
+              updated_at: now,
+            })} returning ${tx.unsafe(COLUMNS)}`;
+          await emit(tx, "member.created", { ...row!, workspaceId, updatedAt: now }, by);
+          return row!;
+        });
       } catch (err) {
         if (isUniqueViolation(err)) throw conflict();
         throw err;
@@ -35,13 +45,20 @@ export function memberStore(sql: Sql) {
       id: string,
       changes: Partial<Pick<MemberRecord, "name" | "role" | "active">>,
       now: Date,
+      by: Origin,
     ) {
       const set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
-      const [row] = await sql<MemberRecord[]>`
-        update members set ${sql({ ...set, updated_at: now })}
-        where workspace_id = ${workspaceId} and id = ${id}
-        returning id, name, email, role, active, created_at`;
-      return row;
+      return sql.begin(async (tx) => {
+        const [found] = await tx<MemberRecord[]>`
+          select ${tx.unsafe(COLUMNS)} from members where workspace_id = ${workspaceId} and id = ${id} for update`;
+        if (!found) return undefined;
+        const [row] = await tx<MemberRecord[]>`
+          update members set ${tx({ ...set, updated_at: now })} where workspace_id = ${workspaceId} and id = ${id}
+          returning ${tx.unsafe(COLUMNS)}`;
+        const change = { ...row!, workspaceId, updatedAt: now };
+        await emit(tx, "member.updated", change, by, { ...found, workspaceId, updatedAt: now });
+        return row;
+      });
     },
     /** Deactivated members stay in the list, so old assignees still resolve. */
     async list(workspaceId: string) {

@@ -1,4 +1,4 @@
-import { inTransaction, newId, type Sql, type TransactionSql } from "@funil/db";
+import { type EmitChange, inTransaction, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
 import { invalidReference } from "@funil/errors";
 import { checkReferences, mapWriteError, type Reference } from "./references.js";
 
@@ -12,7 +12,7 @@ export interface NoteRecord {
   createdAt: Date;
 }
 
-export type EmitNoteEvent = (tx: TransactionSql, type: "note.created", note: NoteRecord) => Promise<void>;
+export type EmitNoteEvent = EmitChange<"note.created", NoteRecord>;
 
 export function noteStore(sql: Sql, emit: EmitNoteEvent) {
   return {
@@ -24,6 +24,7 @@ export function noteStore(sql: Sql, emit: EmitNoteEvent) {
       workspaceId: string,
       input: { contactId: string; opportunityId?: string; body: string; userId: string },
       now: Date,
+      by: Origin,
       outer?: TransactionSql,
     ): Promise<NoteRecord> {
       return inTransaction(sql, outer, async (tx) => {
@@ -53,7 +54,7 @@ export function noteStore(sql: Sql, emit: EmitNoteEvent) {
               user_id: input.userId,
               created_at: now,
             })} returning id, workspace_id, contact_id, opportunity_id, body, user_id, created_at`;
-          await emit(tx, "note.created", row!);
+          await emit(tx, "note.created", row!, by);
           return row!;
         } catch (err) {
           mapWriteError(err);

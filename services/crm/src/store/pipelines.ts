@@ -1,4 +1,4 @@
-import { newId, type Sql, type TransactionSql } from "@funil/db";
+import { type EmitChange, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
 
 export interface StageRecord {
   id: string;
@@ -15,11 +15,7 @@ export interface PipelineRecord {
 }
 
 /** Emits a domain event inside the transaction of the change (outbox). */
-export type EmitPipelineEvent = (
-  tx: TransactionSql,
-  type: "pipeline.created",
-  pipeline: PipelineRecord,
-) => Promise<void>;
+export type EmitPipelineEvent = EmitChange<"pipeline.created", PipelineRecord>;
 
 export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
   return {
@@ -29,6 +25,7 @@ export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
       name: string,
       stageNames: string[],
       now: Date,
+      by: Origin,
     ): Promise<PipelineRecord> {
       return sql.begin(async (tx) => {
         const id = newId("pl", now.getTime());
@@ -48,7 +45,7 @@ export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
           createdAt: now,
           stages: stages.map((s) => ({ id: s.id, name: s.name, position: s.position })),
         };
-        await emit(tx, "pipeline.created", pipeline);
+        await emit(tx, "pipeline.created", pipeline, by);
         return pipeline;
       });
     },

@@ -1,4 +1,12 @@
-import { inTransaction, newId, pageLimit, type Sql, type TransactionSql } from "@funil/db";
+import {
+  type EmitChange,
+  inTransaction,
+  newId,
+  type Origin,
+  pageLimit,
+  type Sql,
+  type TransactionSql,
+} from "@funil/db";
 import { invalidReference, notFound } from "@funil/errors";
 import {
   applyTaskPatch,
@@ -10,11 +18,7 @@ import {
 } from "../tasks.js";
 import { checkReferences, mapWriteError, type Reference } from "./references.js";
 
-export type EmitTaskEvent = (
-  tx: TransactionSql,
-  type: "task.created" | "task.updated",
-  task: TaskRecord,
-) => Promise<void>;
+export type EmitTaskEvent = EmitChange<"task.created" | "task.updated", TaskRecord>;
 
 export interface TaskFilters {
   assigneeUserId?: string;
@@ -91,6 +95,7 @@ export function taskStore(sql: Sql, emit: EmitTaskEvent) {
       workspaceId: string,
       input: TaskChanges & { title: string },
       now: Date,
+      by: Origin,
       outer?: TransactionSql,
     ): Promise<TaskRecord> {
       return inTransaction(sql, outer, async (tx) => {
@@ -105,7 +110,7 @@ export function taskStore(sql: Sql, emit: EmitTaskEvent) {
               created_at: now,
               updated_at: now,
             })} returning ${columns(tx)}`;
-          await emit(tx, "task.created", row!);
+          await emit(tx, "task.created", row!, by);
           return row!;
         } catch (err) {
           mapWriteError(err);
@@ -114,7 +119,13 @@ export function taskStore(sql: Sql, emit: EmitTaskEvent) {
     },
 
     /** PATCH; a change that changes nothing writes and emits nothing. */
-    async update(workspaceId: string, id: string, patch: TaskChanges, now: Date): Promise<TaskRecord> {
+    async update(
+      workspaceId: string,
+      id: string,
+      patch: TaskChanges,
+      now: Date,
+      by: Origin,
+    ): Promise<TaskRecord> {
       return sql.begin(async (tx) => {
         const [found] = await tx<TaskRecord[]>`
           select ${columns(tx)} from tasks where workspace_id = ${workspaceId} and id = ${id} for update`;
@@ -125,7 +136,7 @@ export function taskStore(sql: Sql, emit: EmitTaskEvent) {
         try {
           const [row] = await tx<TaskRecord[]>`
             update tasks set ${tx({ ...stateColumns(next), updated_at: now })} where id = ${id} returning ${columns(tx)}`;
-          await emit(tx, "task.updated", row!);
+          await emit(tx, "task.updated", row!, by, found);
           return row!;
         } catch (err) {
           mapWriteError(err);

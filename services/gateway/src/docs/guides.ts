@@ -127,7 +127,11 @@ Idempotency-Key emits nothing new.</p>
 <p>A client that was down catches up without webhooks: <code>GET /events?after=&lt;last event id&gt;</code>
 lists the same bodies, in the order they were emitted, of the types its key's read scopes allow
 (<code>type</code> narrows them), kept 30 days.</p>
-${code(`curl -s "$FUNIL_URL/api/v1/events?after=evt_…&limit=100" -H "Authorization: Bearer $FUNIL_KEY"`)}`,
+${code(`curl -s "$FUNIL_URL/api/v1/events?after=evt_…&limit=100" -H "Authorization: Bearer $FUNIL_KEY"`)}
+<p>Who changed what: <code>GET /audit?entity=contact&amp;id=ct_…</code> (scope <code>audit.read</code>) lists
+every change of the workspace, internal ones too, with the API key that made it (or <code>admin</code>), the
+<code>x-request-id</code> of its request and the names of the fields it changed (never their values), kept
+30 days.</p>`,
 };
 
 export const GUIDES: Guide[] = [firstCall, keys, errors, pagination, rateLimits, retries, webhooks, events];

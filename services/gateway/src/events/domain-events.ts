@@ -1,5 +1,5 @@
 import type { z } from "@funil/schemas";
-import { deal, note, pipeline, task } from "../schemas/responses.js";
+import { calendar, customField, deal, member, note, pipeline, task, webhook } from "../schemas/responses.js";
 import { deliveryPayload, EVENT_CATALOG } from "./catalog.js";
 
 export interface DomainEvent {
@@ -25,6 +25,30 @@ const INTERNAL: Array<Omit<DomainEvent, "scope">> = [
   { type: "task.updated", description: "a PATCH that changed a task", data: task },
   { type: "note.created", description: "POST /notes", data: note },
   { type: "pipeline.created", description: "a pipeline is created (admin API)", data: pipeline },
+  { type: "member.created", description: "a member is added (admin API)", data: member },
+  { type: "member.updated", description: "a member is changed or deactivated (admin API)", data: member },
+  { type: "custom_field.created", description: "a custom field is defined (admin API)", data: customField },
+  { type: "calendar.created", description: "a calendar is created (admin API)", data: calendar },
+  {
+    type: "webhook.created",
+    description: "POST /webhooks (the subscription, never its secret)",
+    data: webhook,
+  },
+  {
+    type: "webhook.updated",
+    description: "a PATCH that changed a webhook subscription, or the sender deactivating it",
+    data: webhook,
+  },
+  {
+    type: "webhook.deleted",
+    description: "DELETE /webhooks/{id} (the subscription as it was)",
+    data: webhook,
+  },
+  {
+    type: "webhook.secret_rotated",
+    description: "POST /webhooks/{id}/rotate-secret (changes: secret; the secret is never in the event)",
+    data: webhook,
+  },
 ];
 
 /**

@@ -2,6 +2,7 @@ import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf
 import {
   AppointmentSchema,
   AttemptSchema,
+  AuditEntrySchema,
   CalendarSchema,
   ContactSchema,
   CustomFieldSchema,
@@ -19,6 +20,7 @@ import {
   TaskSchema,
 } from "@funil/contracts";
 import {
+  AUDIT_ENTITIES,
   appointmentOutcome,
   appointmentStatus,
   attemptStatus,
@@ -215,3 +217,11 @@ export const webhookRecovered = z
 
 export const learner = apiSchema(LearnerSchema).meta({ id: "Learner" });
 export const learnerDetail = apiSchema(LearnerDetailSchema).meta({ id: "LearnerDetail" });
+
+/** Who made a change (docs/api/events.md §Who made a change): `id` is the API key's when `type` is key. */
+const auditActor = z
+  .object({ type: z.enum(["key", "admin", "system"]), id: z.string().nullable() })
+  .meta({ id: "AuditActor" });
+export const auditEntry = apiSchema(AuditEntrySchema, {
+  narrow: { entity: z.enum(AUDIT_ENTITIES), actor: auditActor },
+}).meta({ id: "AuditEntry" });

@@ -12,7 +12,7 @@ import {
   RescheduleAppointmentRequestSchema,
   RescheduleAppointmentResponseSchema,
 } from "@funil/contracts";
-import { getById, keysetList, requestFingerprint } from "@funil/db";
+import { getById, keysetList, originOf, requestFingerprint } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
 import {
   asMessageJson,
@@ -103,7 +103,7 @@ function booking(deps: BookingDeps) {
               key: check(keyHeader, { "idempotency-key": req.idempotencyKey }, "headers")["idempotency-key"],
               fingerprint: requestFingerprint("CreateAppointment", plain),
             };
-      const booking = await book(req.workspaceId, body, key);
+      const booking = await book(req.workspaceId, body, originOf(ctx.requestHeader), key);
       if (!booking.replayed) return reply(booking.meeting);
       ctx.responseHeader.set(REPLAYED_HEADER, "true");
       return { appointment: fromApiJson(AppointmentSchema, booking.remembered) };
@@ -138,6 +138,7 @@ function meetingChanges(deps: SchedulingDeps) {
           id,
           body.reason ?? null,
           call.now,
+          originOf(ctx.requestHeader),
           tx,
         );
         if (changed) freed = meeting;
@@ -175,7 +176,15 @@ function meetingChanges(deps: SchedulingDeps) {
       try {
         let moved = false;
         const res = await runOnce(ctx, call, async (tx) => {
-          const { meeting, changed } = await appointments.reschedule(req.workspaceId, id, move, call.now, tx);
+          const by = originOf(ctx.requestHeader);
+          const { meeting, changed } = await appointments.reschedule(
+            req.workspaceId,
+            id,
+            move,
+            call.now,
+            by,
+            tx,
+          );
           moved = changed;
           return reply(meeting);
         });
@@ -192,7 +201,16 @@ function meetingChanges(deps: SchedulingDeps) {
       const { outcome } = check(outcomeBody, plain, "body");
       const call = changeCall(req, "RecordOutcome", { id, ...plain }, remember.outcome);
       return idempotent(ctx, call, async (tx) =>
-        reply(await appointments.recordOutcome(req.workspaceId, id, outcome, call.now, tx)),
+        reply(
+          await appointments.recordOutcome(
+            req.workspaceId,
+            id,
+            outcome,
+            call.now,
+            originOf(ctx.requestHeader),
+            tx,
+          ),
+        ),
       );
     },
   } satisfies Pick<Impl, "cancelAppointment" | "rescheduleAppointment" | "recordOutcome">;

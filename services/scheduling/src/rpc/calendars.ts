@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import { type CalendarService, CreateCalendarRequestSchema, ListSlotsRequestSchema } from "@funil/contracts";
+import { originOf } from "@funil/db";
 import { invalid, invalidReference, notFound } from "@funil/errors";
 import { plainOf } from "@funil/rpc";
 import { check, createCalendarBody, idParam, instant, slotsQuery } from "@funil/schemas";
@@ -50,7 +51,7 @@ export function calendarService(deps: {
   const { calendars, appointments, crm, clock } = deps;
   return {
     /** docs/api/admin.md §Routes: the assignees must be active members of the workspace (crm owns members). */
-    async createCalendar(req) {
+    async createCalendar(req, ctx) {
       const plain = plainOf(CreateCalendarRequestSchema, req);
       plain.availability = req.availability.map(({ weekday, start, end }) => ({ weekday, start, end }));
       const body = check(createCalendarBody, plain, "body");
@@ -74,6 +75,7 @@ export function calendarService(deps: {
           availability: body.availability,
         },
         clock.now(),
+        originOf(ctx.requestHeader),
       );
       return { calendar: calendarToProto(calendar) };
     },

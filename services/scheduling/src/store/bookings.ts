@@ -2,6 +2,7 @@ import {
   type IdempotencyRequest,
   isUniqueViolation,
   newId,
+  type Origin,
   rememberedAnswer,
   type Sql,
   type TransactionSql,
@@ -93,10 +94,11 @@ async function insertMeeting(
   emit: EmitMeetingEvent,
   meeting: AppointmentRecord,
   cap: number,
+  by: Origin,
 ) {
   await Promise.all([
     tx`insert into appointments ${tx(rowOf(meeting))}`,
-    emit(tx, "meeting.booked", meeting),
+    emit(tx, "meeting.booked", meeting, by),
     addToDay(tx, meeting.calendarId, meeting.localDay, cap),
   ]);
   return meeting;
@@ -109,6 +111,7 @@ async function bookIn(
   workspaceId: string,
   d: BookingDraft,
   now: Date,
+  by: Origin,
 ) {
   // Two bookings of one contact may pick the same noshow: the unique index lets one have it, the
   // other looks again once the first has committed (in a savepoint, needed only then).
@@ -116,8 +119,8 @@ async function bookIn(
     const recovered = await unrecoveredNoshow(tx, workspaceId, d.contactId);
     const meeting = meetingOf(workspaceId, d, now, recovered);
     try {
-      if (recovered === null) return await insertMeeting(tx, emit, meeting, d.dailyCap);
-      return await tx.savepoint((sp) => insertMeeting(sp, emit, meeting, d.dailyCap));
+      if (recovered === null) return await insertMeeting(tx, emit, meeting, d.dailyCap, by);
+      return await tx.savepoint((sp) => insertMeeting(sp, emit, meeting, d.dailyCap, by));
     } catch (err) {
       if (recovered !== null && attempt < 5 && isUniqueViolation(err, "appointments_recovers_once")) continue;
       mapBookingError(err);
@@ -128,8 +131,8 @@ async function bookIn(
 /** Writing meetings: a booking, and a booking under an Idempotency-Key. */
 export function bookingStore(sql: Sql, emit: EmitMeetingEvent) {
   return {
-    async book(workspaceId: string, draft: BookingDraft, now: Date): Promise<AppointmentRecord> {
-      return sql.begin((tx) => bookIn(tx, emit, workspaceId, draft, now));
+    async book(workspaceId: string, draft: BookingDraft, now: Date, by: Origin): Promise<AppointmentRecord> {
+      return sql.begin((tx) => bookIn(tx, emit, workspaceId, draft, now, by));
     },
 
     /** What the key already answers (docs/api/conventions.md §Idempotency-Key), read before any check. */
@@ -147,11 +150,12 @@ export function bookingStore(sql: Sql, emit: EmitMeetingEvent) {
       request: IdempotencyRequest,
       checked: Checked,
       now: Date,
+      by: Origin,
       encode: (a: AppointmentRecord) => unknown,
     ) {
       return withIdempotency(sql, request, { now, encode }, async (tx) => {
         if ("failed" in checked) throw checked.failed;
-        return bookIn(tx, emit, request.workspaceId, checked.draft, now);
+        return bookIn(tx, emit, request.workspaceId, checked.draft, now, by);
       });
     },
   };

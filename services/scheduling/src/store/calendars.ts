@@ -1,4 +1,4 @@
-import { isUniqueViolation, newId, type Sql } from "@funil/db";
+import { type EmitChange, isUniqueViolation, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 import type { Window } from "../slots.js";
 
@@ -21,13 +21,17 @@ export type CalendarInput = Omit<CalendarRecord, "id" | "workspaceId" | "created
 /** Calendars kept in memory: a calendar never changes once created (docs/api/admin.md §Routes: there is no update). */
 const CACHED = 10_000;
 
-export function calendarStore(sql: Sql) {
+/** Internal events (docs/api/events.md §Every event type): every calendar's creation is in GET /audit. */
+export type EmitCalendarEvent = EmitChange<"calendar.created", CalendarRecord>;
+
+export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
   const cache = new Map<string, CalendarRecord>();
   return {
-    async create(workspaceId: string, input: CalendarInput, now: Date): Promise<CalendarRecord> {
+    async create(workspaceId: string, input: CalendarInput, now: Date, by: Origin): Promise<CalendarRecord> {
       try {
-        const [row] = await sql<CalendarRecord[]>`
-          insert into calendars ${sql({
+        return await sql.begin(async (tx) => {
+          const [row] = await tx<CalendarRecord[]>`
+          insert into calendars ${tx({
             id: newId("cal", now.getTime()),
             workspace_id: workspaceId,
             key: input.key,
@@ -37,10 +41,12 @@ export function calendarStore(sql: Sql) {
             timezone: input.timezone,
             slot_interval_min: input.slotIntervalMin,
             assignee_user_ids: input.assigneeUserIds,
-            availability: sql.json(input.availability as never),
+            availability: tx.json(input.availability as never),
             created_at: now,
           })} returning *`;
-        return row!;
+          await emit(tx, "calendar.created", row!, by);
+          return row!;
+        });
       } catch (err) {
         if (isUniqueViolation(err, "calendars_key_unique"))
           throw fail("conflict", `a calendar with key ${input.key} already exists in this workspace`, [

@@ -1,4 +1,4 @@
-import { inTransaction, type Sql, type TransactionSql } from "@funil/db";
+import { inTransaction, type Origin, type Sql, type TransactionSql } from "@funil/db";
 import { type AppointmentRecord, isSameTime, type Move, mustBeScheduled, type Outcome } from "../booking.js";
 import {
   addToDay,
@@ -16,7 +16,14 @@ import {
 export function meetingChangeStore(sql: Sql, emit: EmitMeetingEvent) {
   return {
     /** Cancel frees the time and the day's place in one transaction; a canceled meeting stays as it is. */
-    async cancel(workspaceId: string, id: string, reason: string | null, now: Date, outer?: TransactionSql) {
+    async cancel(
+      workspaceId: string,
+      id: string,
+      reason: string | null,
+      now: Date,
+      by: Origin,
+      outer?: TransactionSql,
+    ) {
       return inTransaction(sql, outer, async (tx) => {
         const found = await lockMeeting(tx, workspaceId, id);
         if (found.status === "canceled") return { meeting: found, changed: false };
@@ -25,13 +32,20 @@ export function meetingChangeStore(sql: Sql, emit: EmitMeetingEvent) {
             updated_at = ${now}
           where id = ${id} returning ${columns(tx)}`;
         await removeFromDay(tx, found.calendarId, found.localDay);
-        await emit(tx, "meeting.canceled", row!);
+        await emit(tx, "meeting.canceled", row!, by, found);
         return { meeting: row!, changed: true };
       });
     },
 
     /** Moves a scheduled meeting under the booking rules; the day's count moves with it. */
-    async reschedule(workspaceId: string, id: string, move: Move, now: Date, outer?: TransactionSql) {
+    async reschedule(
+      workspaceId: string,
+      id: string,
+      move: Move,
+      now: Date,
+      by: Origin,
+      outer?: TransactionSql,
+    ) {
       return inTransaction(sql, outer, async (tx) => {
         const found = await lockMeeting(tx, workspaceId, id);
         mustBeScheduled(found, "reschedule");
@@ -47,7 +61,7 @@ export function meetingChangeStore(sql: Sql, emit: EmitMeetingEvent) {
               if (day === move.localDay) await addToDay(tx, found.calendarId, day, move.dailyCap);
               else await removeFromDay(tx, found.calendarId, day);
           }
-          await emit(tx, "meeting.rescheduled", row!);
+          await emit(tx, "meeting.rescheduled", row!, by, found);
           return { meeting: row!, changed: true };
         } catch (err) {
           mapBookingError(err);
@@ -61,6 +75,7 @@ export function meetingChangeStore(sql: Sql, emit: EmitMeetingEvent) {
       id: string,
       outcome: Outcome,
       now: Date,
+      by: Origin,
       outer?: TransactionSql,
     ) {
       return inTransaction(sql, outer, async (tx) => {
@@ -69,7 +84,7 @@ export function meetingChangeStore(sql: Sql, emit: EmitMeetingEvent) {
         const [row] = await tx<AppointmentRecord[]>`
           update appointments set outcome = ${outcome}, outcome_at = ${now}, updated_at = ${now}
           where id = ${id} returning ${columns(tx)}`;
-        await emit(tx, "meeting.outcome", row!);
+        await emit(tx, "meeting.outcome", row!, by, found);
         return row!;
       });
     },

@@ -1,4 +1,4 @@
-import type { Sql, TransactionSql } from "@funil/db";
+import type { EmitChange, Sql, TransactionSql } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
 import type { AppointmentRecord, MeetingEventType } from "../booking.js";
 import type { LocalDay } from "../local-time.js";
@@ -6,11 +6,7 @@ import type { LocalDay } from "../local-time.js";
 /** What the stores of meetings share: the columns of a meeting, its lock, its day's count, the errors of its rules. */
 
 /** Emits a domain event inside the transaction of the change (outbox). */
-export type EmitMeetingEvent = (
-  tx: TransactionSql,
-  type: MeetingEventType,
-  meeting: AppointmentRecord,
-) => Promise<void>;
+export type EmitMeetingEvent = EmitChange<MeetingEventType, AppointmentRecord>;
 
 export type Db = Sql | TransactionSql;
 

@@ -1,7 +1,6 @@
 import { consume, type NatsConnection } from "@funil/bus";
 import type { Clock, Logger, Naming } from "@funil/config";
 import type { EventEnvelope } from "@funil/db";
-import { WEBHOOK_EVENTS } from "@funil/schemas";
 import { batcher } from "../batch.js";
 import { InFlight } from "../limits.js";
 import type { DeliveryStore } from "../store/deliveries.js";
@@ -17,8 +16,8 @@ const GATHER_MS = 5;
 export const FANOUT_DURABLE = "webhooks-fanout";
 
 /**
- * The durable consumer of EVENTS (docs/api/webhooks.md §What a receiver gets): each subscribable event
- * becomes one delivery per matching active subscription of its workspace,
+ * The durable consumer of EVENTS (docs/api/webhooks.md §What a receiver gets): every event goes to the
+ * event log, and each subscribable one becomes one delivery per matching active subscription of its workspace,
  * queued on WEBHOOK_DELIVERIES through the outbox. Copies of the service
  * share the consumer; the store makes a redelivered event a no-op, so
  * events are fanned out side by side rather than one commit after another:
@@ -57,11 +56,9 @@ export async function startFanOut(deps: {
     },
     async (m) => {
       // Its stream sequence orders the event log (docs/api/events.md §Catch-up: GET /events).
+      // Every event goes through, internal ones too: the log they are written to is what GET /audit lists
+      // (docs/api/events.md §Audit: GET /audit); only subscribable types match a subscription.
       const event: StreamEvent = { ...m.json<EventEnvelope>(), seq: m.seq };
-      if (!(event.type in WEBHOOK_EVENTS)) {
-        m.ack();
-        return;
-      }
       const release = await slots.acquire(event.id);
       // Each event's jobs carry on its own trace, whichever batch it is written in.
       const span = fanOutSpan(event);

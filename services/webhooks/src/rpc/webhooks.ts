@@ -12,7 +12,7 @@ import {
   WebhookFieldsSchema,
   type WebhookService,
 } from "@funil/contracts";
-import { type FiltersOf, getById, type KeysetList, listPage, type Sql } from "@funil/db";
+import { type FiltersOf, getById, type KeysetList, listPage, originOf, type Sql } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
 import { keyedCall, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
 import {
@@ -34,6 +34,7 @@ import type { ResendStore } from "../store/resend.js";
 import type { SubscriptionStore } from "../store/subscriptions.js";
 import { distinct, requireScopes, type SubscriptionChanges } from "../subscriptions.js";
 import { checkTargetUrl, type TargetPolicy } from "../targets.js";
+import { listAuditEntries } from "./audit.js";
 import { type EventLogDeps, listEvents } from "./events.js";
 import { attemptWire, deliveryWire, subscriptionWire } from "./wire.js";
 
@@ -162,13 +163,14 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
           input,
           deps.secrets.seal(secret),
           call.now,
+          originOf(ctx.requestHeader),
           tx,
         );
         return create(CreateWebhookResponseSchema, { ...reply(sub), secret });
       });
     },
 
-    async updateWebhook(req) {
+    async updateWebhook(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
       const body = check(patchWebhookBody, fieldsOf(req.fields), "body");
       const current = await found(req.workspaceId, id);
@@ -180,21 +182,29 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
         changes.keyId = req.keyId;
       }
       if (body.url !== undefined) await checkTargetUrl(body.url, deps.targets);
-      const sub = await subscriptions.update(req.workspaceId, id, changes, clock.now());
+      const sub = await subscriptions.update(
+        req.workspaceId,
+        id,
+        changes,
+        clock.now(),
+        originOf(ctx.requestHeader),
+      );
       if (!sub) throw notFound("webhook subscription");
       return reply(sub);
     },
 
-    async deleteWebhook(req) {
+    async deleteWebhook(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
-      if (!(await subscriptions.remove(req.workspaceId, id))) throw notFound("webhook subscription");
+      if (!(await subscriptions.remove(req.workspaceId, id, clock.now(), originOf(ctx.requestHeader))))
+        throw notFound("webhook subscription");
       return {};
     },
 
-    async rotateSecret(req) {
+    async rotateSecret(req, ctx) {
       const { id } = check(idParam, { id: req.id }, "path");
       const secret = newSecret();
-      if (!(await subscriptions.rotate(req.workspaceId, id, deps.secrets.seal(secret), clock.now())))
+      const by = originOf(ctx.requestHeader);
+      if (!(await subscriptions.rotate(req.workspaceId, id, deps.secrets.seal(secret), clock.now(), by)))
         throw notFound("webhook subscription");
       return { secret };
     },
@@ -238,5 +248,6 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
     },
 
     listEvents: listEvents(deps),
+    listAuditEntries: listAuditEntries(deps),
   };
 }

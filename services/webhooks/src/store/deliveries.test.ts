@@ -1,7 +1,7 @@
 import { naming } from "@funil/config";
-import { migrate, openDatabase, type Sql } from "@funil/db";
+import { migrate, openDatabase, type Sql, SYSTEM, writeEvent } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrations } from "../server.js";
+import { migrations, subscriptionEvents } from "../server.js";
 import { attemptStore } from "./attempts.js";
 import { deliveryStore } from "./deliveries.js";
 import { resendStore } from "./resend.js";
@@ -13,6 +13,11 @@ let sql: Sql;
 let store: ReturnType<typeof deliveryStore>;
 let resends: ReturnType<typeof resendStore>;
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
+/** A subscription's events go to the outbox, as the service's do. */
+const events = subscriptionEvents(async (tx, e) => {
+  await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
+});
+const subscriptionsOf = (sql: Sql) => subscriptionStore(sql, events);
 
 beforeAll(async () => {
   sql = await openDatabase(
@@ -20,7 +25,7 @@ beforeAll(async () => {
     names.database("webhooks"),
   );
   await migrate(sql, migrations);
-  store = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+  store = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), events);
   resends = resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
 });
 afterAll(async () => {
@@ -52,7 +57,7 @@ describe("job leases", () => {
 
 describe("a subscription's deliveries", () => {
   it("API §11: DELETE takes its deliveries with it, also those of fan-outs racing with it; none is left behind", async () => {
-    const subscriptions = subscriptionStore(sql);
+    const subscriptions = subscriptionsOf(sql);
     const workspaceId = `ws_${Date.now()}`;
     const event = (i: number) => ({
       id: `evt_${workspaceId}_${i}`,
@@ -68,6 +73,7 @@ describe("a subscription's deliveries", () => {
         { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
         "whsec_test",
         at(0),
+        SYSTEM,
       );
       expect(await store.fanOut([event(round * 100)], at(2_000))).toBe(1);
       // Fan-outs of new events race with the delete: each either commits before it (and is deleted with
@@ -76,7 +82,7 @@ describe("a subscription's deliveries", () => {
         Promise.all(
           Array.from({ length: 4 }, (_, i) => store.fanOut([event(round * 100 + 1 + i)], at(2_000))),
         ),
-        subscriptions.remove(workspaceId, id),
+        subscriptions.remove(workspaceId, id, at(3_000), SYSTEM),
       ]);
       expect(removed).toBe(true);
       const [row] = await sql<{ left: number }[]>`
@@ -89,11 +95,12 @@ describe("a subscription's deliveries", () => {
 describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () => {
   async function deadDeliveries(n: number) {
     const workspaceId = `ws_r${Date.now()}${Math.random().toString(36).slice(2, 6)}`;
-    const sub = await subscriptionStore(sql).create(
+    const sub = await subscriptionsOf(sql).create(
       workspaceId,
       { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
       "whsec_test",
       at(0),
+      SYSTEM,
     );
     const events = Array.from({ length: n }, (_, i) => ({
       id: `evt_${workspaceId}_${i}`,
@@ -179,13 +186,14 @@ describe("the attempt log's retention (docs/api/webhooks.md §Attempt log)", () 
 
 describe("a fan-out's jobs and traces", () => {
   it("each sampled event's deliveries leave in a job carrying its own trace context; the unsampled share one that carries their decision", async () => {
-    const subscriptions = subscriptionStore(sql);
+    const subscriptions = subscriptionsOf(sql);
     const workspaceId = `ws_traced_${Date.now()}`;
     const { id } = await subscriptions.create(
       workspaceId,
       { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
       "whsec_test",
       at(0),
+      SYSTEM,
     );
     const events = [1, 2, 3, 4].map((i) => ({
       id: `evt_${workspaceId}_${i}`,
@@ -217,11 +225,12 @@ describe("a fan-out's jobs and traces", () => {
 describe("the deliveries' retention (docs/operations.md §Retention: WEBHOOK_DELIVERY_RETENTION_DAYS)", () => {
   it("the sweep deletes the deliveries that are over and older than the retention, in batches; pending ones and recent ones stay", async () => {
     const workspaceId = `ws_keep${Date.now()}`;
-    const sub = await subscriptionStore(sql).create(
+    const sub = await subscriptionsOf(sql).create(
       workspaceId,
       { keyId: "key_x", url: "https://example.com/hook", events: ["contact.created"], description: null },
       "whsec_test",
       at(0),
+      SYSTEM,
     );
     const event = (i: number) => ({
       id: `evt_${workspaceId}_${i}`,

@@ -1,7 +1,17 @@
-import { type EventEnvelope, inBatches, newId, type Sql, type TransactionSql, writeMessage } from "@funil/db";
+import {
+  type EventEnvelope,
+  inBatches,
+  newId,
+  type Sql,
+  SYSTEM,
+  type TransactionSql,
+  writeMessage,
+} from "@funil/db";
 import type { AttemptResult, Next } from "../schedule.js";
+import type { SubscriptionRecord } from "../subscriptions.js";
 import { erasedBodies } from "./erasures.js";
 import { appendEvents, type StreamEvent } from "./event-log.js";
+import { type EmitSubscriptionEvent, columns as subscriptionColumns } from "./subscriptions.js";
 
 /** A delivery as the API shows it (docs/api/webhooks.md §Delivery). */
 export interface DeliveryRecord {
@@ -292,7 +302,7 @@ function jobLeases(sql: Sql) {
 }
 
 /** What an attempt ends in: delivered, retried, dead, or its subscription deactivated. */
-function attemptOutcomes(sql: Sql) {
+function attemptOutcomes(sql: Sql, events: EmitSubscriptionEvent) {
   /**
    * Every still-pending delivery of a subscription ends dead (breaker, scope
    * revoked). It reads the subscription's deliveries through deliveries_recent:
@@ -304,9 +314,13 @@ function attemptOutcomes(sql: Sql) {
       next_attempt_at = null
     where subscription_id = ${subscriptionId} and status = 'pending'`;
 
-  const deactivate = (tx: TransactionSql, subscriptionId: string, reason: string, now: Date) => tx`
-    update subscriptions set active = false, disabled_reason = ${reason}, updated_at = ${now}
-    where id = ${subscriptionId}`;
+  /** The sender's own change of a subscription, in GET /audit as the system's (docs/api/events.md §Who made a change). */
+  async function deactivate(tx: TransactionSql, subscriptionId: string, reason: string, now: Date) {
+    const [sub] = await tx<SubscriptionRecord[]>`
+      update subscriptions set active = false, disabled_reason = ${reason}, updated_at = ${now}
+      where id = ${subscriptionId} returning ${subscriptionColumns(sql)}`;
+    if (sub) await events(tx, "webhook.updated", sub, SYSTEM, DEACTIVATED);
+  }
 
   /**
    * Successful attempts, in one statement (atomic as a whole): each
@@ -419,12 +433,20 @@ function attemptOutcomes(sql: Sql) {
   };
 }
 
-export function deliveryStore(sql: Sql, subject: (subscriptionId: string) => string) {
+/** What a deactivation by the sender changes. */
+const DEACTIVATED = ["active", "disabledReason"];
+
+/** `events`: where the sender's own changes of a subscription (a deactivation) are written. */
+export function deliveryStore(
+  sql: Sql,
+  subject: (subscriptionId: string) => string,
+  events: EmitSubscriptionEvent,
+) {
   return {
     ...fanOutAndSweep(sql, subject),
     ...deliveryReads(sql),
     ...jobLeases(sql),
-    ...attemptOutcomes(sql),
+    ...attemptOutcomes(sql, events),
   };
 }
 

@@ -1,7 +1,7 @@
 import { naming } from "@funil/config";
-import { migrate, openDatabase, type Sql } from "@funil/db";
+import { migrate, openDatabase, type Sql, SYSTEM, writeEvent } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrations } from "../server.js";
+import { migrations, subscriptionEvents } from "../server.js";
 import { deliveryStore } from "./deliveries.js";
 import { erasureStore } from "./erasures.js";
 import { subscriptionStore } from "./subscriptions.js";
@@ -9,6 +9,10 @@ import { subscriptionStore } from "./subscriptions.js";
 /** The webhooks' part of an erasure on the real test database: stored bodies redacted, once. */
 const names = naming(`${process.env.FUNIL_TEST_ENV}_erasures`);
 let sql: Sql;
+/** A subscription's events go to the outbox, as the service's do. */
+const events = subscriptionEvents(async (tx, e) => {
+  await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
+});
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
 
 beforeAll(async () => {
@@ -24,10 +28,10 @@ afterAll(async () => {
 
 describe("contact.erased in the webhooks service (docs/api/contacts.md §POST /contacts/{id}/erase)", () => {
   it("docs/api/contacts.md §POST /contacts/{id}/erase: stored bodies and receivers' answers about the contact are redacted once; a later event about it is fanned out redacted", async () => {
-    const deliveries = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+    const deliveries = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), events);
     const erasures = erasureStore(sql);
     const workspaceId = `ws_${Date.now()}`;
-    await subscriptionStore(sql).create(
+    await subscriptionStore(sql, events).create(
       workspaceId,
       {
         keyId: "key_x",
@@ -37,6 +41,7 @@ describe("contact.erased in the webhooks service (docs/api/contacts.md §POST /c
       },
       "whsec_test",
       at(0),
+      SYSTEM,
     );
     const contact = (id: string, n: number) => ({
       id: `evt_${workspaceId}_${id}_${n}`,

@@ -1,12 +1,14 @@
 import { naming } from "@funil/config";
-import { migrate, openDatabase, type Sql } from "@funil/db";
+import { migrate, openDatabase, type Sql, writeEvent } from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrations } from "../server.js";
+import { planOf } from "../../../../tests/plans.js";
+import { migrations, subscriptionEvents } from "../server.js";
 import { deliveryStore } from "./deliveries.js";
 import { eventLogStore, type StreamEvent } from "./event-log.js";
 
 /** The event log on the real test database, written by the fan-out's transaction (docs/api/events.md §Catch-up: GET /events). */
 const names = naming(`${process.env.FUNIL_TEST_ENV}_eventlog`);
+const url = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 let sql: Sql;
 let deliveries: ReturnType<typeof deliveryStore>;
 let log: ReturnType<typeof eventLogStore>;
@@ -20,7 +22,13 @@ beforeAll(async () => {
     names.database("webhooks"),
   );
   await migrate(sql, migrations);
-  deliveries = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+  deliveries = deliveryStore(
+    sql,
+    (id) => names.subject(`webhook.deliveries.${id}`),
+    subscriptionEvents(async (tx, e) => {
+      await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
+    }),
+  );
   log = eventLogStore(sql);
 });
 afterAll(async () => {
@@ -95,5 +103,43 @@ describe("the event log", () => {
     expect(await log.sweep(at(10 * day), 2)).toBeGreaterThanOrEqual(5);
     expect((await log.list(ws, ALL, 0, Number.MAX_SAFE_INTEGER, 10)).map((r) => r.id)).toEqual([recent.id]);
     expect(await log.seqOf(ws, old[0]!.id)).toBeUndefined();
+  });
+
+  it("docs/api/events.md §Audit: GET /audit: every event is logged, internal ones too, with its entity, actor, request id and changed field names; one entity's changes are read through event_log_by_entity", async () => {
+    const ws = `ws_audit${Date.now()}`;
+    const byKey = { actor: { type: "key" as const, id: "key_a" }, requestId: "req-1", changes: ["name"] };
+    const created = {
+      ...event(ws, 401),
+      actor: { type: "admin" as const },
+      requestId: "req-0",
+      changes: ["name"],
+    };
+    const renamed = { ...event(ws, 402, "contact.updated"), ...byKey, data: { id: "ct_401", name: "Bia" } };
+    const task = { ...event(ws, 403, "task.created"), data: { id: "tsk_1" } };
+    const old = { ...event(ws, 404, "contact.updated"), data: { id: "ct_401" } };
+    await deliveries.fanOut([created, renamed, task, old, event(`${ws}x`, 405)], at(2_000));
+    const rows = await log.audit(ws, { entity: "contact", id: "ct_401" }, 0, 1_000, 10);
+    expect(rows.map((r) => [r.type, r.entityType, r.entityId, r.actor, r.requestId, r.changes])).toEqual([
+      ["contact.created", "contact", "ct_401", "admin", "req-0", ["name"]],
+      ["contact.updated", "contact", "ct_401", "key:key_a", "req-1", ["name"]],
+      // An event without an actor (written before envelopes carried one) is the system's.
+      ["contact.updated", "contact", "ct_401", "system", null, []],
+    ]);
+    expect((await log.audit(ws, { entity: "task" }, 0, 1_000, 10)).map((r) => r.id)).toEqual([task.id]);
+    expect((await log.audit(ws, {}, 402, 1_000, 10)).map((r) => r.id)).toEqual([task.id, old.id]);
+    // GET /events does not list the internal one.
+    expect((await log.list(ws, ALL, 0, 1_000, 10)).map((r) => r.id)).toEqual([
+      created.id,
+      renamed.id,
+      old.id,
+    ]);
+    const { plan } = await planOf(
+      `${url.replace(/\/[^/]*$/, "")}/${names.database("webhooks")}`,
+      /from event_log where/,
+      (probe: Sql) => eventLogStore(probe).audit(ws, { entity: "contact", id: "ct_401" }, 0, 1_000, 101),
+      false,
+    );
+    expect(plan).toContain("event_log_by_entity");
+    expect(plan).not.toMatch(/Seq Scan|Sort/);
   });
 });

@@ -1,4 +1,4 @@
-import { type EventEnvelope, inBatches, type Sql, type TransactionSql } from "@funil/db";
+import { actorText, type EventEnvelope, inBatches, type Sql, SYSTEM, type TransactionSql } from "@funil/db";
 
 /** An event as it came off EVENTS: its envelope and its sequence in the stream. */
 export interface StreamEvent extends EventEnvelope {
@@ -19,12 +19,50 @@ export interface LoggedEvent {
  */
 export async function appendEvents(tx: TransactionSql, events: StreamEvent[], bodies: string[]) {
   if (events.length === 0) return;
+  const audit = events.map(auditOf);
+  // The changes go as one JSON array per event: unnest() of a text[][] would flatten them.
   await tx`
-    insert into event_log (id, workspace_id, seq, type, occurred_at, body)
-    select * from unnest(${events.map((e) => e.id)}::text[], ${events.map((e) => e.workspaceId)}::text[],
+    insert into event_log (id, workspace_id, seq, type, occurred_at, body, entity_type, entity_id, actor,
+      request_id, changes)
+    select id, workspace_id, seq, type, occurred_at, body, entity_type, entity_id, actor, request_id,
+      array(select jsonb_array_elements_text(changes::jsonb))
+    from unnest(${events.map((e) => e.id)}::text[], ${events.map((e) => e.workspaceId)}::text[],
       ${events.map((e) => e.seq)}::bigint[], ${events.map((e) => e.type)}::text[],
-      ${events.map((e) => new Date(e.occurredAt).toISOString())}::timestamptz[], ${bodies}::text[])
+      ${events.map((e) => new Date(e.occurredAt).toISOString())}::timestamptz[], ${bodies}::text[],
+      ${audit.map((a) => a.entityType)}::text[], ${audit.map((a) => a.entityId)}::text[],
+      ${audit.map((a) => a.actor)}::text[], ${audit.map((a) => a.requestId)}::text[],
+      ${audit.map((a) => a.changes)}::text[])
+      as e(id, workspace_id, seq, type, occurred_at, body, entity_type, entity_id, actor, request_id, changes)
     on conflict (id) do nothing`;
+}
+
+/**
+ * What GET /audit reads of an event (docs/api/events.md §Audit: GET /audit): its entity (the type's first
+ * word, the data's id), who made it and in which request, and the names of the fields it changed. An
+ * event written before envelopes carried an actor is the system's.
+ */
+function auditOf(e: StreamEvent) {
+  const data = e.data as { id?: unknown } | null;
+  return {
+    entityType: e.type.slice(0, e.type.indexOf(".")),
+    entityId: typeof data?.id === "string" ? data.id : null,
+    actor: actorText(e.actor ?? SYSTEM.actor),
+    requestId: e.requestId ?? null,
+    changes: JSON.stringify(e.changes ?? []),
+  };
+}
+
+/** A change as the event log keeps it for GET /audit. */
+export interface AuditRow {
+  id: string;
+  seq: number;
+  type: string;
+  entityType: string;
+  entityId: string | null;
+  actor: string;
+  requestId: string | null;
+  changes: string[] | null;
+  occurredAt: Date;
 }
 
 /** The event log's reads and its retention (docs/api/events.md §Catch-up: GET /events). */
@@ -54,6 +92,34 @@ export function eventLogStore(sql: Sql) {
           and type = any(${types}::text[])
         order by seq limit ${take}`;
       return rows.map((r) => ({ id: r.id, seq: Number(r.seq), body: r.body }));
+    },
+
+    /**
+     * The workspace's changes after stream position `after`, in stream order, `take` at most (docs/api/
+     * events.md §Audit: GET /audit): of one entity type, and of one entity, when asked; occurred after
+     * `since`, when asked. Only events that carry their actor are changes listed here.
+     */
+    async audit(
+      workspaceId: string,
+      f: { entity?: string | undefined; id?: string | undefined; since?: Date | undefined },
+      after: number,
+      upTo: number,
+      take: number,
+    ): Promise<AuditRow[]> {
+      const conditions = [
+        sql`workspace_id = ${workspaceId}`,
+        sql`seq > ${after}`,
+        sql`seq <= ${upTo}`,
+        sql`actor is not null`,
+      ];
+      if (f.entity !== undefined) conditions.push(sql`entity_type = ${f.entity}`);
+      if (f.id !== undefined) conditions.push(sql`entity_id = ${f.id}`);
+      if (f.since !== undefined) conditions.push(sql`occurred_at > ${f.since}`);
+      const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
+      const rows = await sql<Array<Omit<AuditRow, "seq"> & { seq: string }>>`
+        select id, seq, type, entity_type, entity_id, actor, request_id, changes, occurred_at
+        from event_log where ${where} order by seq limit ${take}`;
+      return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
     },
 
     /** Events that occurred before `before` go, `batch` at a time. Answers how many went. */

@@ -1,24 +1,39 @@
-import { newId, type Sql, type TransactionSql } from "@funil/db";
+import { type EmitChange, inTransaction, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
 import { applyPatch, type SubscriptionChanges, type SubscriptionRecord } from "../subscriptions.js";
 
-const columns = (sql: Sql) => sql`
+export const columns = (sql: Sql) => sql`
   id, workspace_id, key_id, url, events, description, active, disabled_reason, failing_since, created_at, updated_at`;
 
 /** The secret to rotate in for 24 h besides the new one (docs/api/webhooks.md §POST /webhooks/{id}/rotate-secret). */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
 
-export function subscriptionStore(sql: Sql) {
+/**
+ * The internal events of a subscription's changes (docs/api/events.md §Every event type): not
+ * subscribable, they make every change of a subscription listable by GET /audit.
+ */
+export type SubscriptionEventType =
+  | "webhook.created"
+  | "webhook.updated"
+  | "webhook.deleted"
+  | "webhook.secret_rotated";
+export type EmitSubscriptionEvent = EmitChange<SubscriptionEventType, SubscriptionRecord>;
+
+/** What a rotation changes: the secret, which the API never shows as a field. */
+const SECRET = ["secret"];
+
+export function subscriptionStore(sql: Sql, emit: EmitSubscriptionEvent) {
   return {
     async create(
       workspaceId: string,
       input: { keyId: string; url: string; events: string[]; description: string | null },
       sealedSecret: string,
       now: Date,
+      by: Origin,
       /** The transaction of an Idempotency-Key, when the request has one. */
       outer?: TransactionSql,
     ): Promise<SubscriptionRecord> {
-      const db = outer ?? sql;
-      const [row] = await db<SubscriptionRecord[]>`
+      return inTransaction(sql, outer, async (db) => {
+        const [row] = await db<SubscriptionRecord[]>`
         insert into subscriptions ${db({
           id: newId("wh", now.getTime()),
           workspace_id: workspaceId,
@@ -30,7 +45,9 @@ export function subscriptionStore(sql: Sql) {
           created_at: now,
           updated_at: now,
         })} returning ${columns(sql)}`;
-      return row!;
+        await emit(db, "webhook.created", row!, by);
+        return row!;
+      });
     },
 
     /** Every subscription of the workspace, oldest first (a handful per workspace: one page). */
@@ -52,6 +69,7 @@ export function subscriptionStore(sql: Sql) {
       id: string,
       changes: SubscriptionChanges,
       now: Date,
+      by: Origin,
     ): Promise<SubscriptionRecord | undefined> {
       return sql.begin(async (tx) => {
         const [found] = await tx<SubscriptionRecord[]>`
@@ -70,6 +88,7 @@ export function subscriptionStore(sql: Sql) {
             failing_since: next.failingSince,
             updated_at: next.updatedAt,
           })} where id = ${id} returning ${columns(sql)}`;
+        await emit(tx, "webhook.updated", row!, by, found);
         return row;
       });
     },
@@ -80,23 +99,35 @@ export function subscriptionStore(sql: Sql) {
      * it (for key share) until it commits, so its deliveries are in by the
      * time they are deleted here, and a later fan-out no longer matches it.
      */
-    async remove(workspaceId: string, id: string): Promise<boolean> {
+    async remove(workspaceId: string, id: string, now: Date, by: Origin): Promise<boolean> {
       return sql.begin(async (tx) => {
-        const rows =
-          await tx`delete from subscriptions where workspace_id = ${workspaceId} and id = ${id} returning 1`;
-        if (rows.length === 0) return false;
+        const [row] = await tx<SubscriptionRecord[]>`
+          delete from subscriptions where workspace_id = ${workspaceId} and id = ${id} returning ${columns(sql)}`;
+        if (!row) return false;
         await tx`delete from deliveries where subscription_id = ${id}`;
+        // The event's time is the deletion's; its data the subscription as it was.
+        await emit(tx, "webhook.deleted", { ...row, updatedAt: now }, by, []);
         return true;
       });
     },
 
     /** A new secret; the current one keeps signing for 24 h as a second v1. */
-    async rotate(workspaceId: string, id: string, sealedSecret: string, now: Date): Promise<boolean> {
-      const rows = await sql`
-        update subscriptions set previous_secret = secret, secret = ${sealedSecret},
-          previous_secret_until = ${new Date(now.getTime() + PREVIOUS_SECRET_MS)}, updated_at = ${now}
-        where workspace_id = ${workspaceId} and id = ${id} returning 1`;
-      return rows.length === 1;
+    async rotate(
+      workspaceId: string,
+      id: string,
+      sealedSecret: string,
+      now: Date,
+      by: Origin,
+    ): Promise<boolean> {
+      return sql.begin(async (tx) => {
+        const [row] = await tx<SubscriptionRecord[]>`
+          update subscriptions set previous_secret = secret, secret = ${sealedSecret},
+            previous_secret_until = ${new Date(now.getTime() + PREVIOUS_SECRET_MS)}, updated_at = ${now}
+          where workspace_id = ${workspaceId} and id = ${id} returning ${columns(sql)}`;
+        if (!row) return false;
+        await emit(tx, "webhook.secret_rotated", row, by, SECRET);
+        return true;
+      });
     },
   };
 }

@@ -2,6 +2,7 @@ import { CalendarSchema, CustomFieldSchema, PipelineSchema } from "@funil/contra
 import { toApiJson } from "@funil/rpc";
 import { createCalendarBody, createCustomFieldBody, createPipelineBody } from "@funil/schemas";
 import type { GatewayContext } from "../../context.js";
+import { writeOptions } from "../../origin.js";
 import { calendar, customField, pipeline } from "../../schemas/responses.js";
 import { type AdminApp, errors, mustWorkspace, wsParam } from "./common.js";
 
@@ -23,11 +24,14 @@ export function definitionRoutes(app: AdminApp, ctx: GatewayContext) {
     },
     async (req, reply) => {
       await mustWorkspace(ctx, req.params.ws);
-      const res = await ctx.crm.customFields.createCustomField({
-        workspaceId: req.params.ws,
-        ...req.body,
-        options: req.body.options ?? [],
-      });
+      const res = await ctx.crm.customFields.createCustomField(
+        {
+          workspaceId: req.params.ws,
+          ...req.body,
+          options: req.body.options ?? [],
+        },
+        writeOptions(req),
+      );
       return reply.code(201).send(toApiJson(CustomFieldSchema, res.customField!));
     },
   );
@@ -45,11 +49,14 @@ export function definitionRoutes(app: AdminApp, ctx: GatewayContext) {
     },
     async (req, reply) => {
       await mustWorkspace(ctx, req.params.ws);
-      const res = await ctx.crm.pipelines.createPipeline({
-        workspaceId: req.params.ws,
-        name: req.body.name,
-        stageNames: req.body.stages.map((s) => s.name),
-      });
+      const res = await ctx.crm.pipelines.createPipeline(
+        {
+          workspaceId: req.params.ws,
+          name: req.body.name,
+          stageNames: req.body.stages.map((s) => s.name),
+        },
+        writeOptions(req),
+      );
       return reply.code(201).send(toApiJson(PipelineSchema, res.pipeline!));
     },
   );
@@ -70,10 +77,13 @@ export function definitionRoutes(app: AdminApp, ctx: GatewayContext) {
     },
     async (req, reply) => {
       await mustWorkspace(ctx, req.params.ws);
-      const res = await ctx.scheduling.calendars.createCalendar({
-        workspaceId: req.params.ws,
-        ...req.body,
-      });
+      const res = await ctx.scheduling.calendars.createCalendar(
+        {
+          workspaceId: req.params.ws,
+          ...req.body,
+        },
+        writeOptions(req),
+      );
       return reply.code(201).send(toApiJson(CalendarSchema, res.calendar!));
     },
   );

@@ -2,6 +2,7 @@ import { MemberSchema } from "@funil/contracts";
 import { toApiJson } from "@funil/rpc";
 import { createMemberBody, patchMemberBody, z } from "@funil/schemas";
 import type { GatewayContext } from "../../context.js";
+import { writeOptions } from "../../origin.js";
 import { member } from "../../schemas/responses.js";
 import { type AdminApp, errors, mustWorkspace, wsParam } from "./common.js";
 
@@ -20,7 +21,10 @@ export function memberRoutes(app: AdminApp, ctx: GatewayContext) {
     },
     async (req, reply) => {
       await mustWorkspace(ctx, req.params.ws);
-      const res = await ctx.crm.members.createMember({ workspaceId: req.params.ws, ...req.body });
+      const res = await ctx.crm.members.createMember(
+        { workspaceId: req.params.ws, ...req.body },
+        writeOptions(req),
+      );
       return reply.code(201).send(toApiJson(MemberSchema, res.member!));
     },
   );
@@ -38,11 +42,14 @@ export function memberRoutes(app: AdminApp, ctx: GatewayContext) {
     },
     async (req) => {
       await mustWorkspace(ctx, req.params.ws);
-      const res = await ctx.crm.members.updateMember({
-        workspaceId: req.params.ws,
-        id: req.params.id,
-        ...req.body,
-      });
+      const res = await ctx.crm.members.updateMember(
+        {
+          workspaceId: req.params.ws,
+          id: req.params.id,
+          ...req.body,
+        },
+        writeOptions(req),
+      );
       return toApiJson(MemberSchema, res.member!);
     },
   );

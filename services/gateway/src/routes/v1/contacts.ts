@@ -9,6 +9,7 @@ import {
   idempotencyHeaders,
   withIdempotencyKey,
 } from "../../idempotency.js";
+import { writeOptions } from "../../origin.js";
 import { errorResponses } from "../../schemas/common.js";
 import { contact, contactDetail, contactErasure, page } from "../../schemas/responses.js";
 import { touchesJson } from "../../touches.js";
@@ -127,11 +128,14 @@ function contactWrites(app: RouteApp, ctx: GatewayContext) {
     },
     async (req) =>
       json(
-        await ctx.crm.contacts.updateContact({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          fields: messageOf(ContactFieldsSchema, req.body),
-        }),
+        await ctx.crm.contacts.updateContact(
+          {
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+            fields: messageOf(ContactFieldsSchema, req.body),
+          },
+          writeOptions(req),
+        ),
       ),
   );
 

@@ -9,6 +9,7 @@ import { createDealBody, idParam, listDealsQuery, patchDealBody, z } from "@funi
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { IDEMPOTENCY_NOTE, idempotencyHeaders, withIdempotencyKey } from "../../idempotency.js";
+import { writeOptions } from "../../origin.js";
 import { errorResponses } from "../../schemas/common.js";
 import { deal, dealDetail, page } from "../../schemas/responses.js";
 import { touchesJson } from "../../touches.js";
@@ -146,11 +147,14 @@ function dealWrites(app: RouteApp, ctx: GatewayContext) {
     },
     async (req) =>
       json(
-        await ctx.crm.opportunities.updateOpportunity({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          fields: messageOf(OpportunityFieldsSchema, req.body),
-        }),
+        await ctx.crm.opportunities.updateOpportunity(
+          {
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+            fields: messageOf(OpportunityFieldsSchema, req.body),
+          },
+          writeOptions(req),
+        ),
       ),
   );
 }
@@ -170,10 +174,13 @@ function dealTrash(app: RouteApp, ctx: GatewayContext) {
       },
     },
     async (req, reply) => {
-      await ctx.crm.opportunities.trashOpportunity({
-        workspaceId: req.caller.workspaceId,
-        id: req.params.id,
-      });
+      await ctx.crm.opportunities.trashOpportunity(
+        {
+          workspaceId: req.caller.workspaceId,
+          id: req.params.id,
+        },
+        writeOptions(req),
+      );
       return reply.code(204).send(null);
     },
   );
@@ -192,10 +199,13 @@ function dealTrash(app: RouteApp, ctx: GatewayContext) {
     },
     async (req) =>
       json(
-        await ctx.crm.opportunities.restoreOpportunity({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-        }),
+        await ctx.crm.opportunities.restoreOpportunity(
+          {
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+          },
+          writeOptions(req),
+        ),
       ),
   );
 }

@@ -9,6 +9,7 @@ import {
   idempotencyHeaders,
   withIdempotencyKey,
 } from "../../idempotency.js";
+import { writeOptions } from "../../origin.js";
 import { errorResponses } from "../../schemas/common.js";
 import { page, task } from "../../schemas/responses.js";
 
@@ -86,11 +87,14 @@ export const taskRoutes =
       },
       async (req) =>
         json(
-          await ctx.crm.tasks.updateTask({
-            workspaceId: req.caller.workspaceId,
-            id: req.params.id,
-            fields: messageOf(TaskFieldsSchema, req.body),
-          }),
+          await ctx.crm.tasks.updateTask(
+            {
+              workspaceId: req.caller.workspaceId,
+              id: req.params.id,
+              fields: messageOf(TaskFieldsSchema, req.body),
+            },
+            writeOptions(req),
+          ),
         ),
     );
   };

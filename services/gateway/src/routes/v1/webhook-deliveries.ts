@@ -4,6 +4,7 @@ import { deliveryParams, idParam, listAttemptsQuery, recoverBody, z } from "@fun
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { EVENT_CATALOG } from "../../events/catalog.js";
+import { writeOptions } from "../../origin.js";
 import { errorResponses } from "../../schemas/common.js";
 import { delivery, eventType, page, webhookAttempt, webhookRecovered } from "../../schemas/responses.js";
 import { pageOf, wholeListQuery } from "./whole-list.js";
@@ -61,11 +62,14 @@ export const webhookDeliveryRoutes =
         },
       },
       async (req, reply) => {
-        const res = await api().resendDelivery({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          deliveryId: req.params.deliveryId,
-        });
+        const res = await api().resendDelivery(
+          {
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+            deliveryId: req.params.deliveryId,
+          },
+          writeOptions(req),
+        );
         return reply.code(202).send(toApiJson(DeliverySchema, res.delivery!));
       },
     );
@@ -85,12 +89,15 @@ export const webhookDeliveryRoutes =
         },
       },
       async (req, reply) => {
-        const res = await api().recoverDeliveries({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          since: req.body.since,
-          until: req.body.until,
-        });
+        const res = await api().recoverDeliveries(
+          {
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+            since: req.body.since,
+            until: req.body.until,
+          },
+          writeOptions(req),
+        );
         return reply
           .code(202)
           .send({ queued: res.queued, notQueued: res.notQueued, nextSince: res.nextSince ?? null });

@@ -9,6 +9,7 @@ import {
   idempotencyHeaders,
   withIdempotencyKey,
 } from "../../idempotency.js";
+import { writeOptions } from "../../origin.js";
 import { errorResponses } from "../../schemas/common.js";
 import { delivery, page, webhook, webhookCreated, webhookSecret } from "../../schemas/responses.js";
 import type { RouteApp } from "../app.js";
@@ -124,12 +125,15 @@ function oneSubscription(app: RouteApp, ctx: GatewayContext) {
     async (req) =>
       json(
         (
-          await api(ctx).updateWebhook({
-            workspaceId: req.caller.workspaceId,
-            keyId: req.caller.keyId,
-            id: req.params.id,
-            fields: messageOf(WebhookFieldsSchema, req.body),
-          })
+          await api(ctx).updateWebhook(
+            {
+              workspaceId: req.caller.workspaceId,
+              keyId: req.caller.keyId,
+              id: req.params.id,
+              fields: messageOf(WebhookFieldsSchema, req.body),
+            },
+            writeOptions(req),
+          )
         ).subscription,
       ),
   );
@@ -147,7 +151,10 @@ function oneSubscription(app: RouteApp, ctx: GatewayContext) {
       },
     },
     async (req, reply) => {
-      await api(ctx).deleteWebhook({ workspaceId: req.caller.workspaceId, id: req.params.id });
+      await api(ctx).deleteWebhook(
+        { workspaceId: req.caller.workspaceId, id: req.params.id },
+        writeOptions(req),
+      );
       return reply.code(204).send(null);
     },
   );
@@ -168,7 +175,10 @@ function secretAndDeliveries(app: RouteApp, ctx: GatewayContext) {
       },
     },
     async (req) => {
-      const res = await api(ctx).rotateSecret({ workspaceId: req.caller.workspaceId, id: req.params.id });
+      const res = await api(ctx).rotateSecret(
+        { workspaceId: req.caller.workspaceId, id: req.params.id },
+        writeOptions(req),
+      );
       return { secret: res.secret };
     },
   );

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file funil/webhooks/v1/webhooks.proto.
  */
 export const file_funil_webhooks_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("CiBmdW5pbC93ZWJob29rcy92MS93ZWJob29rcy5wcm90bxIRZnVuaWwud2ViaG9va3MudjEi+QEKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSDgoGZXZlbnRzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESDgoGYWN0aXZlGAUgASgIEhoKDWZhaWxpbmdfc2luY2UYBiABKAlIAYgBARIcCg9kaXNhYmxlZF9yZWFzb24YByABKAlIAogBARISCgpjcmVhdGVkX2F0GAggASgJEhIKCnVwZGF0ZWRfYXQYCSABKAlCDgoMX2Rlc2NyaXB0aW9uQhAKDl9mYWlsaW5nX3NpbmNlQhIKEF9kaXNhYmxlZF9yZWFzb24igAIKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgVldmVudBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAYgASgFSACIAQESFwoKbGFzdF9lcnJvchgHIAEoCUgBiAEBEhwKD2xhc3RfYXR0ZW1wdF9hdBgIIAEoCUgCiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0INCgtfbGFzdF9lcnJvckISChBfbGFzdF9hdHRlbXB0X2F0IpIBCg1XZWJob29rRmllbGRzEhAKA3VybBgBIAEoCUgAiAEBEg4KBmV2ZW50cxgCIAMoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhMKBmFjdGl2ZRgEIAEoCEgCiAEBEg0KBWNsZWFyGAUgAygJQgYKBF91cmxCDgoMX2Rlc2NyaXB0aW9uQgkKB19hY3RpdmUiKwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRQoUTGlzdFdlYmhvb2tzUmVzcG9uc2USLQoEZGF0YRgBIAMoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiI1ChFHZXRXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiSwoSR2V0V2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiKgAQoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIwCgZmaWVsZHMYAyABKAsyIC5mdW5pbC53ZWJob29rcy52MS5XZWJob29rRmllbGRzEhwKD2lkZW1wb3RlbmN5X2tleRgEIAEoCUgAiAEBQhIKEF9pZGVtcG90ZW5jeV9rZXkiXgoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkiegoUVXBkYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIKCgJpZBgDIAEoCRIwCgZmaWVsZHMYBCABKAsyIC5mdW5pbC53ZWJob29rcy52MS5XZWJob29rRmllbGRzIk4KFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRI1CgxzdWJzY3JpcHRpb24YASABKAsyHy5mdW5pbC53ZWJob29rcy52MS5TdWJzY3JpcHRpb24iOAoURGVsZXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSI3ChNSb3RhdGVTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSImChRSb3RhdGVTZWNyZXRSZXNwb25zZRIOCgZzZWNyZXQYASABKAkiOQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJDChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEikKBGRhdGEYASADKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeSJOChVSZXNlbmREZWxpdmVyeVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIkcKFlJlc2VuZERlbGl2ZXJ5UmVzcG9uc2USLQoIZGVsaXZlcnkYASABKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeSJpChhSZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg0KBXNpbmNlGAMgASgJEhIKBXVudGlsGAQgASgJSACIAQFCCAoGX3VudGlsImcKGVJlY292ZXJEZWxpdmVyaWVzUmVzcG9uc2USDgoGcXVldWVkGAEgASgFEhIKCm5vdF9xdWV1ZWQYAiABKAUSFwoKbmV4dF9zaW5jZRgDIAEoCUgAiAEBQg0KC19uZXh0X3NpbmNlIugBCgdBdHRlbXB0EgoKAmlkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgoKAmF0GAQgASgJEg4KBnN0YXR1cxgFIAEoCRIcCg9yZXNwb25zZV9zdGF0dXMYBiABKAVIAIgBARITCgtkdXJhdGlvbl9tcxgHIAEoBRIaCg1yZXNwb25zZV9ib2R5GAggASgJSAGIAQESEgoFZXJyb3IYCSABKAlIAogBAUISChBfcmVzcG9uc2Vfc3RhdHVzQhAKDl9yZXNwb25zZV9ib2R5QggKBl9lcnJvciLYAQoTTGlzdEF0dGVtcHRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSEwoGc3RhdHVzGAMgASgJSACIAQESEgoFZXZlbnQYBCABKAlIAYgBARIRCgRmcm9tGAUgASgJSAKIAQESDwoCdG8YBiABKAlIA4gBARITCgZjdXJzb3IYByABKAlIBIgBARINCgVsaW1pdBgIIAEoBUIJCgdfc3RhdHVzQggKBl9ldmVudEIHCgVfZnJvbUIFCgNfdG9CCQoHX2N1cnNvciJqChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhouZnVuaWwud2ViaG9va3MudjEuQXR0ZW1wdBIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJ4CgtEb21haW5FdmVudBIKCgJpZBgBIAEoCRIMCgR0eXBlGAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAkSFAoMd29ya3NwYWNlX2lkGAQgASgJEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IqIBChFMaXN0RXZlbnRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGc2NvcGVzGAIgAygJEhIKBWFmdGVyGAMgASgJSACIAQESEQoEdHlwZRgEIAEoCUgBiAEBEhMKBmN1cnNvchgFIAEoCUgCiAEBEg0KBWxpbWl0GAYgASgFQggKBl9hZnRlckIHCgVfdHlwZUIJCgdfY3Vyc29yImwKEkxpc3RFdmVudHNSZXNwb25zZRIsCgRkYXRhGAEgAygLMh4uZnVuaWwud2ViaG9va3MudjEuRG9tYWluRXZlbnQSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3Iy7AgKDldlYmhvb2tTZXJ2aWNlEmQKDExpc3RXZWJob29rcxImLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RXZWJob29rc1JlcXVlc3QaJy5mdW5pbC53ZWJob29rcy52MS5MaXN0V2ViaG9va3NSZXNwb25zZSIDkAIBEl4KCkdldFdlYmhvb2sSJC5mdW5pbC53ZWJob29rcy52MS5HZXRXZWJob29rUmVxdWVzdBolLmZ1bmlsLndlYmhvb2tzLnYxLkdldFdlYmhvb2tSZXNwb25zZSIDkAIBEmIKDUNyZWF0ZVdlYmhvb2sSJy5mdW5pbC53ZWJob29rcy52MS5DcmVhdGVXZWJob29rUmVxdWVzdBooLmZ1bmlsLndlYmhvb2tzLnYxLkNyZWF0ZVdlYmhvb2tSZXNwb25zZRJiCg1VcGRhdGVXZWJob29rEicuZnVuaWwud2ViaG9va3MudjEuVXBkYXRlV2ViaG9va1JlcXVlc3QaKC5mdW5pbC53ZWJob29rcy52MS5VcGRhdGVXZWJob29rUmVzcG9uc2USYgoNRGVsZXRlV2ViaG9vaxInLmZ1bmlsLndlYmhvb2tzLnYxLkRlbGV0ZVdlYmhvb2tSZXF1ZXN0GiguZnVuaWwud2ViaG9va3MudjEuRGVsZXRlV2ViaG9va1Jlc3BvbnNlEl8KDFJvdGF0ZVNlY3JldBImLmZ1bmlsLndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlcXVlc3QaJy5mdW5pbC53ZWJob29rcy52MS5Sb3RhdGVTZWNyZXRSZXNwb25zZRJqCg5MaXN0RGVsaXZlcmllcxIoLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBopLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2UiA5ACARJlCg5SZXNlbmREZWxpdmVyeRIoLmZ1bmlsLndlYmhvb2tzLnYxLlJlc2VuZERlbGl2ZXJ5UmVxdWVzdBopLmZ1bmlsLndlYmhvb2tzLnYxLlJlc2VuZERlbGl2ZXJ5UmVzcG9uc2USbgoRUmVjb3ZlckRlbGl2ZXJpZXMSKy5mdW5pbC53ZWJob29rcy52MS5SZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QaLC5mdW5pbC53ZWJob29rcy52MS5SZWNvdmVyRGVsaXZlcmllc1Jlc3BvbnNlEmQKDExpc3RBdHRlbXB0cxImLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RBdHRlbXB0c1JlcXVlc3QaJy5mdW5pbC53ZWJob29rcy52MS5MaXN0QXR0ZW1wdHNSZXNwb25zZSIDkAIBEl4KCkxpc3RFdmVudHMSJC5mdW5pbC53ZWJob29rcy52MS5MaXN0RXZlbnRzUmVxdWVzdBolLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("CiBmdW5pbC93ZWJob29rcy92MS93ZWJob29rcy5wcm90bxIRZnVuaWwud2ViaG9va3MudjEi+QEKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoCRILCgN1cmwYAiABKAkSDgoGZXZlbnRzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESDgoGYWN0aXZlGAUgASgIEhoKDWZhaWxpbmdfc2luY2UYBiABKAlIAYgBARIcCg9kaXNhYmxlZF9yZWFzb24YByABKAlIAogBARISCgpjcmVhdGVkX2F0GAggASgJEhIKCnVwZGF0ZWRfYXQYCSABKAlCDgoMX2Rlc2NyaXB0aW9uQhAKDl9mYWlsaW5nX3NpbmNlQhIKEF9kaXNhYmxlZF9yZWFzb24igAIKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgVldmVudBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAYgASgFSACIAQESFwoKbGFzdF9lcnJvchgHIAEoCUgBiAEBEhwKD2xhc3RfYXR0ZW1wdF9hdBgIIAEoCUgCiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0INCgtfbGFzdF9lcnJvckISChBfbGFzdF9hdHRlbXB0X2F0IpIBCg1XZWJob29rRmllbGRzEhAKA3VybBgBIAEoCUgAiAEBEg4KBmV2ZW50cxgCIAMoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhMKBmFjdGl2ZRgEIAEoCEgCiAEBEg0KBWNsZWFyGAUgAygJQgYKBF91cmxCDgoMX2Rlc2NyaXB0aW9uQgkKB19hY3RpdmUiKwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiRQoUTGlzdFdlYmhvb2tzUmVzcG9uc2USLQoEZGF0YRgBIAMoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiI1ChFHZXRXZWJob29rUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiSwoSR2V0V2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbiKgAQoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIwCgZmaWVsZHMYAyABKAsyIC5mdW5pbC53ZWJob29rcy52MS5XZWJob29rRmllbGRzEhwKD2lkZW1wb3RlbmN5X2tleRgEIAEoCUgAiAEBQhIKEF9pZGVtcG90ZW5jeV9rZXkiXgoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEjUKDHN1YnNjcmlwdGlvbhgBIAEoCzIfLmZ1bmlsLndlYmhvb2tzLnYxLlN1YnNjcmlwdGlvbhIOCgZzZWNyZXQYAiABKAkiegoUVXBkYXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRIKCgJpZBgDIAEoCRIwCgZmaWVsZHMYBCABKAsyIC5mdW5pbC53ZWJob29rcy52MS5XZWJob29rRmllbGRzIk4KFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRI1CgxzdWJzY3JpcHRpb24YASABKAsyHy5mdW5pbC53ZWJob29rcy52MS5TdWJzY3JpcHRpb24iOAoURGVsZXRlV2ViaG9va1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSI3ChNSb3RhdGVTZWNyZXRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSImChRSb3RhdGVTZWNyZXRSZXNwb25zZRIOCgZzZWNyZXQYASABKAkiOQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJDChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEikKBGRhdGEYASADKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeSJOChVSZXNlbmREZWxpdmVyeVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIkcKFlJlc2VuZERlbGl2ZXJ5UmVzcG9uc2USLQoIZGVsaXZlcnkYASABKAsyGy5mdW5pbC53ZWJob29rcy52MS5EZWxpdmVyeSJpChhSZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg0KBXNpbmNlGAMgASgJEhIKBXVudGlsGAQgASgJSACIAQFCCAoGX3VudGlsImcKGVJlY292ZXJEZWxpdmVyaWVzUmVzcG9uc2USDgoGcXVldWVkGAEgASgFEhIKCm5vdF9xdWV1ZWQYAiABKAUSFwoKbmV4dF9zaW5jZRgDIAEoCUgAiAEBQg0KC19uZXh0X3NpbmNlIugBCgdBdHRlbXB0EgoKAmlkGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJEg0KBWV2ZW50GAMgASgJEgoKAmF0GAQgASgJEg4KBnN0YXR1cxgFIAEoCRIcCg9yZXNwb25zZV9zdGF0dXMYBiABKAVIAIgBARITCgtkdXJhdGlvbl9tcxgHIAEoBRIaCg1yZXNwb25zZV9ib2R5GAggASgJSAGIAQESEgoFZXJyb3IYCSABKAlIAogBAUISChBfcmVzcG9uc2Vfc3RhdHVzQhAKDl9yZXNwb25zZV9ib2R5QggKBl9lcnJvciLYAQoTTGlzdEF0dGVtcHRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSEwoGc3RhdHVzGAMgASgJSACIAQESEgoFZXZlbnQYBCABKAlIAYgBARIRCgRmcm9tGAUgASgJSAKIAQESDwoCdG8YBiABKAlIA4gBARITCgZjdXJzb3IYByABKAlIBIgBARINCgVsaW1pdBgIIAEoBUIJCgdfc3RhdHVzQggKBl9ldmVudEIHCgVfZnJvbUIFCgNfdG9CCQoHX2N1cnNvciJqChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhouZnVuaWwud2ViaG9va3MudjEuQXR0ZW1wdBIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJ4CgtEb21haW5FdmVudBIKCgJpZBgBIAEoCRIMCgR0eXBlGAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAkSFAoMd29ya3NwYWNlX2lkGAQgASgJEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IqIBChFMaXN0RXZlbnRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGc2NvcGVzGAIgAygJEhIKBWFmdGVyGAMgASgJSACIAQESEQoEdHlwZRgEIAEoCUgBiAEBEhMKBmN1cnNvchgFIAEoCUgCiAEBEg0KBWxpbWl0GAYgASgFQggKBl9hZnRlckIHCgVfdHlwZUIJCgdfY3Vyc29yImwKEkxpc3RFdmVudHNSZXNwb25zZRIsCgRkYXRhGAEgAygLMh4uZnVuaWwud2ViaG9va3MudjEuRG9tYWluRXZlbnQSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiLQoFQWN0b3ISDAoEdHlwZRgBIAEoCRIPCgJpZBgCIAEoCUgAiAEBQgUKA19pZCLAAQoKQXVkaXRFbnRyeRIKCgJpZBgBIAEoCRIMCgR0eXBlGAIgASgJEg4KBmVudGl0eRgDIAEoCRIRCgllbnRpdHlfaWQYBCABKAkSJwoFYWN0b3IYBSABKAsyGC5mdW5pbC53ZWJob29rcy52MS5BY3RvchIXCgpyZXF1ZXN0X2lkGAYgASgJSACIAQESDwoHY2hhbmdlcxgHIAMoCRITCgtvY2N1cnJlZF9hdBgIIAEoCUINCgtfcmVxdWVzdF9pZCK0AQoXTGlzdEF1ZGl0RW50cmllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhMKBmVudGl0eRgCIAEoCUgAiAEBEg8KAmlkGAMgASgJSAGIAQESEgoFYWZ0ZXIYBCABKAlIAogBARITCgZjdXJzb3IYBSABKAlIA4gBARINCgVsaW1pdBgGIAEoBUIJCgdfZW50aXR5QgUKA19pZEIICgZfYWZ0ZXJCCQoHX2N1cnNvciJxChhMaXN0QXVkaXRFbnRyaWVzUmVzcG9uc2USKwoEZGF0YRgBIAMoCzIdLmZ1bmlsLndlYmhvb2tzLnYxLkF1ZGl0RW50cnkSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3Iy3gkKDldlYmhvb2tTZXJ2aWNlEmQKDExpc3RXZWJob29rcxImLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RXZWJob29rc1JlcXVlc3QaJy5mdW5pbC53ZWJob29rcy52MS5MaXN0V2ViaG9va3NSZXNwb25zZSIDkAIBEl4KCkdldFdlYmhvb2sSJC5mdW5pbC53ZWJob29rcy52MS5HZXRXZWJob29rUmVxdWVzdBolLmZ1bmlsLndlYmhvb2tzLnYxLkdldFdlYmhvb2tSZXNwb25zZSIDkAIBEmIKDUNyZWF0ZVdlYmhvb2sSJy5mdW5pbC53ZWJob29rcy52MS5DcmVhdGVXZWJob29rUmVxdWVzdBooLmZ1bmlsLndlYmhvb2tzLnYxLkNyZWF0ZVdlYmhvb2tSZXNwb25zZRJiCg1VcGRhdGVXZWJob29rEicuZnVuaWwud2ViaG9va3MudjEuVXBkYXRlV2ViaG9va1JlcXVlc3QaKC5mdW5pbC53ZWJob29rcy52MS5VcGRhdGVXZWJob29rUmVzcG9uc2USYgoNRGVsZXRlV2ViaG9vaxInLmZ1bmlsLndlYmhvb2tzLnYxLkRlbGV0ZVdlYmhvb2tSZXF1ZXN0GiguZnVuaWwud2ViaG9va3MudjEuRGVsZXRlV2ViaG9va1Jlc3BvbnNlEl8KDFJvdGF0ZVNlY3JldBImLmZ1bmlsLndlYmhvb2tzLnYxLlJvdGF0ZVNlY3JldFJlcXVlc3QaJy5mdW5pbC53ZWJob29rcy52MS5Sb3RhdGVTZWNyZXRSZXNwb25zZRJqCg5MaXN0RGVsaXZlcmllcxIoLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBopLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2UiA5ACARJlCg5SZXNlbmREZWxpdmVyeRIoLmZ1bmlsLndlYmhvb2tzLnYxLlJlc2VuZERlbGl2ZXJ5UmVxdWVzdBopLmZ1bmlsLndlYmhvb2tzLnYxLlJlc2VuZERlbGl2ZXJ5UmVzcG9uc2USbgoRUmVjb3ZlckRlbGl2ZXJpZXMSKy5mdW5pbC53ZWJob29rcy52MS5SZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QaLC5mdW5pbC53ZWJob29rcy52MS5SZWNvdmVyRGVsaXZlcmllc1Jlc3BvbnNlEmQKDExpc3RBdHRlbXB0cxImLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RBdHRlbXB0c1JlcXVlc3QaJy5mdW5pbC53ZWJob29rcy52MS5MaXN0QXR0ZW1wdHNSZXNwb25zZSIDkAIBEl4KCkxpc3RFdmVudHMSJC5mdW5pbC53ZWJob29rcy52MS5MaXN0RXZlbnRzUmVxdWVzdBolLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBEnAKEExpc3RBdWRpdEVudHJpZXMSKi5mdW5pbC53ZWJob29rcy52MS5MaXN0QXVkaXRFbnRyaWVzUmVxdWVzdBorLmZ1bmlsLndlYmhvb2tzLnYxLkxpc3RBdWRpdEVudHJpZXNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * @generated from message funil.webhooks.v1.Subscription
@@ -836,6 +836,162 @@ export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PUR
   messageDesc(file_funil_webhooks_v1_webhooks, 26);
 
 /**
+ * Who made a change (docs/api/events.md §Who made a change).
+ *
+ * @generated from message funil.webhooks.v1.Actor
+ */
+export type Actor = Message<"funil.webhooks.v1.Actor"> & {
+  /**
+   * key, admin or system.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * The API key's id when type is key.
+   *
+   * @generated from field: optional string id = 2;
+   */
+  id?: string | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.Actor.
+ * Use `create(ActorSchema)` to create a new message.
+ */
+export const ActorSchema: GenMessage<Actor> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 27);
+
+/**
+ * One change: an event of the log without its data.
+ *
+ * @generated from message funil.webhooks.v1.AuditEntry
+ */
+export type AuditEntry = Message<"funil.webhooks.v1.AuditEntry"> & {
+  /**
+   * The event's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The event's type.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string entity = 3;
+   */
+  entity: string;
+
+  /**
+   * @generated from field: string entity_id = 4;
+   */
+  entityId: string;
+
+  /**
+   * @generated from field: funil.webhooks.v1.Actor actor = 5;
+   */
+  actor?: Actor | undefined;
+
+  /**
+   * The gateway's request id (its x-request-id); unset for the system's changes.
+   *
+   * @generated from field: optional string request_id = 6;
+   */
+  requestId?: string | undefined;
+
+  /**
+   * The names of the fields the change set or changed, never their values.
+   *
+   * @generated from field: repeated string changes = 7;
+   */
+  changes: string[];
+
+  /**
+   * @generated from field: string occurred_at = 8;
+   */
+  occurredAt: string;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.AuditEntry.
+ * Use `create(AuditEntrySchema)` to create a new message.
+ */
+export const AuditEntrySchema: GenMessage<AuditEntry> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 28);
+
+/**
+ * @generated from message funil.webhooks.v1.ListAuditEntriesRequest
+ */
+export type ListAuditEntriesRequest = Message<"funil.webhooks.v1.ListAuditEntriesRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: optional string entity = 2;
+   */
+  entity?: string | undefined;
+
+  /**
+   * @generated from field: optional string id = 3;
+   */
+  id?: string | undefined;
+
+  /**
+   * An ISO-8601 instant: changes that occurred after it.
+   *
+   * @generated from field: optional string after = 4;
+   */
+  after?: string | undefined;
+
+  /**
+   * @generated from field: optional string cursor = 5;
+   */
+  cursor?: string | undefined;
+
+  /**
+   * @generated from field: int32 limit = 6;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.ListAuditEntriesRequest.
+ * Use `create(ListAuditEntriesRequestSchema)` to create a new message.
+ */
+export const ListAuditEntriesRequestSchema: GenMessage<ListAuditEntriesRequest> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 29);
+
+/**
+ * @generated from message funil.webhooks.v1.ListAuditEntriesResponse
+ */
+export type ListAuditEntriesResponse = Message<"funil.webhooks.v1.ListAuditEntriesResponse"> & {
+  /**
+   * @generated from field: repeated funil.webhooks.v1.AuditEntry data = 1;
+   */
+  data: AuditEntry[];
+
+  /**
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message funil.webhooks.v1.ListAuditEntriesResponse.
+ * Use `create(ListAuditEntriesResponseSchema)` to create a new message.
+ */
+export const ListAuditEntriesResponseSchema: GenMessage<ListAuditEntriesResponse> = /*@__PURE__*/
+  messageDesc(file_funil_webhooks_v1_webhooks, 30);
+
+/**
  * Webhook subscriptions of a workspace and their deliveries (docs/api/webhooks.md §Subscription, §What a receiver gets).
  *
  * @generated from service funil.webhooks.v1.WebhookService
@@ -937,6 +1093,17 @@ export const WebhookService: GenService<{
     methodKind: "unary";
     input: typeof ListEventsRequestSchema;
     output: typeof ListEventsResponseSchema;
+  },
+  /**
+   * The audit list: every change of a workspace with who made it, read from the event log
+   * (docs/api/events.md §Audit: GET /audit).
+   *
+   * @generated from rpc funil.webhooks.v1.WebhookService.ListAuditEntries
+   */
+  listAuditEntries: {
+    methodKind: "unary";
+    input: typeof ListAuditEntriesRequestSchema;
+    output: typeof ListAuditEntriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_funil_webhooks_v1_webhooks, 0);

@@ -1,0 +1,60 @@
+import { create } from "@bufbuild/protobuf";
+import {
+  AuditEntrySchema,
+  type ListAuditEntriesRequest,
+  ListAuditEntriesRequestSchema,
+} from "@funil/contracts";
+import { actorFromText } from "@funil/db";
+import { invalid } from "@funil/errors";
+import { decodeCursor, encodeCursor, plainOf } from "@funil/rpc";
+import { check, instant, listAuditQuery } from "@funil/schemas";
+import type { AuditRow } from "../store/event-log.js";
+import type { EventLogDeps } from "./events.js";
+
+/** A change as the API shows it: who, when, which entity, which fields; never the values. */
+function auditEntry(r: AuditRow) {
+  const actor = actorFromText(r.actor);
+  return create(AuditEntrySchema, {
+    id: r.id,
+    type: r.type,
+    entity: r.entityType,
+    entityId: r.entityId ?? "",
+    actor: { type: actor.type, id: actor.type === "key" ? actor.id : undefined },
+    requestId: r.requestId ?? undefined,
+    changes: r.changes ?? [],
+    occurredAt: r.occurredAt.toISOString(),
+  });
+}
+
+/**
+ * GET /audit (docs/api/events.md §Audit: GET /audit): the workspace's changes in the order of EVENTS, up to
+ * where the log is complete, as GET /events reads it. Another workspace's entity id lists nothing, as an id
+ * that never existed does.
+ */
+export function listAuditEntries(deps: EventLogDeps) {
+  return async (req: ListAuditEntriesRequest) => {
+    const { cursor, limit, ...bound } = check(
+      listAuditQuery,
+      plainOf(ListAuditEntriesRequestSchema, req, ["workspaceId"]),
+      "query",
+    );
+    if (bound.id !== undefined && bound.entity === undefined)
+      throw invalid([{ path: "query.id", message: "id needs entity" }], "query");
+    const filters = { ...bound, workspaceId: req.workspaceId };
+    const from = cursor ? (decodeCursor(cursor, "audit", filters, ["number"])[0] as number) : 0;
+    const upTo = await deps.loggedUpTo();
+    const rows = await deps.events.audit(
+      req.workspaceId,
+      { entity: bound.entity, id: bound.id, since: instant(bound.after) },
+      from,
+      upTo,
+      limit + 1,
+    );
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map(auditEntry),
+      nextCursor: rows.length > limit && last ? encodeCursor("audit", filters, [last.seq]) : undefined,
+    };
+  };
+}
