@@ -175,12 +175,13 @@ export function traceFields(_obj: object, _level: number, logger?: Logger): obje
 }
 
 /**
- * A child of `log` whose every line names `span` (the gateway's request logger: Fastify writes the lines
- * of a request, "request completed" among them, outside the handler where the span is active).
+ * A child of `log` whose every line names `span`, with `bindings` of its own besides (the gateway's
+ * request logger: Fastify writes the lines of a request, "incoming request" and "request completed"
+ * among them, outside the handler where the span is active).
  */
-export function traceBound(log: Logger, span: Span): Logger {
+export function traceBound(log: Logger, span: Span, bindings: object = {}, options?: object): Logger {
   const ids = span.spanContext();
-  const child = log.child({ trace_id: ids.traceId, span_id: ids.spanId });
+  const child = log.child({ ...bindings, trace_id: ids.traceId, span_id: ids.spanId }, options);
   (child as unknown as Record<symbol, boolean>)[BOUND] = true;
   return child;
 }

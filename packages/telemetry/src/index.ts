@@ -93,7 +93,7 @@ export const tracingOn = () => provider !== undefined;
  * Starts the SDK once per process, before anything makes a call: spans go to the OTLP/HTTP endpoint (the
  * exporter reads OTEL_EXPORTER_OTLP_* itself), the W3C traceparent is the propagated format, and the
  * active span follows async calls (AsyncLocalStorage). Off (tracingSettings), the SDK is not even loaded
- * (about 10 MB of modules) and the API stays the no-op it is by default.
+ * (about 10 MB of modules), no async hook is installed and the API stays the no-op it is by default.
  */
 export async function startTracing(name: string, env: Env = process.env): Promise<void> {
   if (provider) return;
@@ -181,6 +181,16 @@ export function extractContext(headers: Headers | Record<string, string | string
 /** Writes the active context's traceparent (and tracestate) into `headers`. */
 export function injectContext(ctx: Context, headers: Headers): void {
   propagation.inject(ctx, headers, { set: (h, key, value) => h.set(key, value) });
+}
+
+/**
+ * The traceparent (and tracestate) of `ctx` as plain headers, or undefined when it holds no span: what
+ * a call sends, sampled or not, so that the callee keeps the caller's decision.
+ */
+export function traceHeaders(ctx: Context): Record<string, string> | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier.traceparent === undefined ? undefined : carrier;
 }
 
 /** Whether the active context holds a span that is being recorded (sampled). */
