@@ -16,6 +16,8 @@
 //   BENCH_ONLY=contacts/{id}        only the scenarios whose name holds this
 //   BENCH_PROFILE=<dir>             gateway and crm under node --cpu-prof, in <dir>/<mode>/<process>;
 //                                   their top functions are printed after the tables
+//   BENCH_BEFORE_ROOT=<dir>         a checkout (built) of the code before a change: its off and "on" modes
+//                                   run too, interleaved with this one's, on the same databases
 //   BENCH_ENV=bench_tracing         the FUNIL_ENV of its databases and streams
 import * as http from "node:http";
 import os from "node:os";
@@ -39,6 +41,7 @@ const opts = {
   only: process.env.BENCH_ONLY,
   rate: process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined,
   profile: process.env.BENCH_PROFILE,
+  beforeRoot: process.env.BENCH_BEFORE_ROOT,
   funilEnv: process.env.BENCH_ENV ?? "bench_tracing",
 };
 const started = Date.now();
@@ -75,18 +78,24 @@ const serverUrl = base.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postg
 
 const sink = await startSink();
 const NOOP = path.join(path.dirname(fileURLToPath(import.meta.url)), "noop-telemetry", "register.mjs");
-/** The modes compared: the build without tracing, off, then on at each ratio. */
-const modes = [
-  { name: "no tracing built in", env: {}, nodeArgs: ["--import", NOOP] },
-  { name: "off", env: {} },
+/** Off and on at each ratio, in the checkout at `root` (this one when undefined), named with `prefix`. */
+const tracingModes = (prefix, root) => [
+  { name: `${prefix}off`, env: {}, root },
   ...opts.ratios.map((ratio) => ({
-    name: `on, ${ratio * 100} % sampled`,
+    name: `${prefix}on, ${ratio * 100} % sampled`,
     env: {
       OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
       OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
       OTEL_TRACES_SAMPLER_ARG: String(ratio),
     },
+    root,
   })),
+];
+/** The modes compared: the build without tracing, off, on at each ratio, and the same before a change. */
+const modes = [
+  { name: "no tracing built in", env: {}, nodeArgs: ["--import", NOOP] },
+  ...tracingModes("", undefined),
+  ...(opts.beforeRoot ? tracingModes("before: ", opts.beforeRoot) : []),
 ];
 
 await ensureInfra({ databaseUrl: base.DATABASE_URL, redisUrl: base.REDIS_URL, natsUrl: base.NATS_URL });
@@ -102,6 +111,7 @@ const slug = (mode) => mode.name.replace(/[^a-z0-9]+/gi, "-");
 const launch = (mode, profiled = true) =>
   startStack({
     env: { ...base, ...mode.env },
+    root: mode.root,
     port: 0,
     stdio: "ignore",
     log: () => {},
