@@ -17,7 +17,6 @@ export const tracer = () => {
 export const extractContext = () => {
   throw new Error("no context in the no-op build");
 };
-export const injectContext = () => {};
 export const traceHeaders = () => undefined;
 export const sampled = () => false;
 export const activeTraceparent = () => undefined;
