@@ -108,7 +108,7 @@ for (const { datname } of await server`
 const PROCESSES = ["gateway", "crm", "timeline", "webhooks"];
 const PROFILED = ["gateway", "crm"];
 const slug = (mode) => mode.name.replace(/[^a-z0-9]+/gi, "-");
-const launch = (mode, profiled = true) =>
+const start = (mode, profiled) =>
   startStack({
     env: { ...base, ...mode.env },
     root: mode.root,
@@ -122,6 +122,17 @@ const launch = (mode, profiled = true) =>
         : []),
     ],
   });
+/** A stack in `mode`, tried again when a process is not ready in time (a shared machine under load). */
+async function launch(mode, profiled = true) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(mode, profiled);
+    } catch (err) {
+      if (attempt === 3) throw err;
+      progress(`${mode.name}: ${err.message.split("\n")[0]}; starting it again`);
+    }
+  }
+}
 // The fill's stack is never profiled: the profiles show the measured requests only.
 let stack = await launch(modes[1], false);
 let scenarios = [];

@@ -53,7 +53,12 @@ declare module "fastify" {
 /** The gateway as a Fastify app: server.ts starts and stops it, tests build it directly. */
 export async function buildApp(ctx: GatewayContext, options: FastifyServerOptions = {}) {
   const app = Fastify({
-    logger: { level: ctx.config.LOG_LEVEL, redact: ["req.headers.authorization"], mixin: traceFields },
+    logger: {
+      level: ctx.config.LOG_LEVEL,
+      redact: ["req.headers.authorization"],
+      // Tracing off, no mixin: nothing runs per line.
+      ...(tracingOn() ? { mixin: traceFields } : {}),
+    },
     bodyLimit: 1024 * 1024,
     requestIdHeader: false,
     genReqId: (req) => {
