@@ -18,6 +18,8 @@
 //                                   their top functions are printed after the tables
 //   BENCH_BEFORE_ROOT=<dir>         a checkout (built) of the code before a change: its off and "on" modes
 //                                   run too, interleaved with this one's, on the same databases
+//   BENCH_ALS_PROBE=1               one more mode: off, with an AsyncLocalStorage entered at start and
+//                                   nothing else (what Node 20's async hooks alone cost)
 //   BENCH_LOG=<file>                the stacks' log lines go there
 //   BENCH_ENV=bench_tracing         the FUNIL_ENV of its databases and streams
 import * as http from "node:http";
@@ -43,6 +45,7 @@ const opts = {
   rate: process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined,
   profile: process.env.BENCH_PROFILE,
   beforeRoot: process.env.BENCH_BEFORE_ROOT,
+  alsProbe: process.env.BENCH_ALS_PROBE === "1",
   funilEnv: process.env.BENCH_ENV ?? "bench_tracing",
 };
 const started = Date.now();
@@ -96,6 +99,15 @@ const tracingModes = (prefix, root) => [
 const modes = [
   { name: "no tracing built in", env: {}, nodeArgs: ["--import", NOOP] },
   ...tracingModes("", undefined),
+  ...(opts.alsProbe
+    ? [
+        {
+          name: "off, an AsyncLocalStorage entered",
+          env: {},
+          nodeArgs: ["--import", path.join(path.dirname(NOOP), "als-entered.mjs")],
+        },
+      ]
+    : []),
   ...(opts.beforeRoot ? tracingModes("before: ", opts.beforeRoot) : []),
 ];
 
