@@ -20,8 +20,10 @@ export const PORTS = { crm: 7001, timeline: 7002, scheduling: 7003, webhooks: 70
 const GATEWAY_PORT = 8080;
 /** Each backend's GET /metrics (plain HTTP; its RPC port is HTTP/2 only); the gateway's is on its public port. */
 const METRICS_PORT = 9464;
-/** Where Prometheus runs: the only namespace that may reach the backends' metrics port. */
+/** Where Prometheus and the OpenTelemetry Collector run: the backends' metrics port is open to it alone. */
 const MONITORING_NAMESPACE = "monitoring";
+/** The collector's OTLP/HTTP port, the only one every Funil process may send to in that namespace. */
+const OTLP_HTTP_PORT = 4318;
 const AUTH_PORT = 7100;
 const PGBOUNCER_PORT = 6432;
 const REDIS_PORT = 6379;
@@ -156,6 +158,11 @@ function configMap() {
     AUTH_PORT: String(AUTH_PORT),
     AUTH_URL: `http://${dns("gateway-auth")}:${AUTH_PORT}`,
     METRICS_PORT: String(METRICS_PORT),
+    // Tracing: off while the endpoint is empty (docs/deploy.md says how to turn it on); parent-based, so
+    // the gateway or the consumer that starts a trace keeps 10 % and every process after it follows.
+    OTEL_EXPORTER_OTLP_ENDPOINT: "",
+    OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+    OTEL_TRACES_SAMPLER_ARG: "0.1",
   };
   // A headless Service's name resolves to every ready pod: the RPC clients balance over them.
   for (const name of SERVICES) {
@@ -232,6 +239,7 @@ function podTemplate(app, image, { ports, probes, env = [], metricsPort }) {
           imagePullPolicy: "IfNotPresent",
           env: [
             { name: "SERVICE", value: app },
+            { name: "OTEL_SERVICE_NAME", value: app },
             { name: "NODE_MAX_OLD_SPACE_MB", value: oldSpace },
             { name: "NODE_MAX_SEMI_SPACE_MB", value: semiSpace },
             ...env,
@@ -626,8 +634,8 @@ const policy = (name, spec) => ({
  * Nothing moves but what CALLS lists: a default deny both ways, DNS for every pod, then per app its
  * callers (ingress) and its callees (egress), webhooks' POSTs to the internet outside private ranges
  * (the cluster's pod and service addresses must be in them), PgBouncer to PostgreSQL, the gateway's
- * public port to anyone (its Ingress or load balancer), and each backend's metrics port to the
- * monitoring namespace (Prometheus). DNS is the kube-dns pods of kube-system: a cluster that answers
+ * public port to anyone (its Ingress or load balancer), each backend's metrics port to the monitoring
+ * namespace (Prometheus), and every Funil process's spans to that namespace's OTLP/HTTP port (the collector). DNS is the kube-dns pods of kube-system: a cluster that answers
  * elsewhere (NodeLocal DNSCache's link-local address) widens that rule.
  */
 function networkPolicies() {
@@ -678,6 +686,11 @@ function networkPolicies() {
         ],
       });
     if (app === "pgbouncer") egress.push({ ports: [{ protocol: "TCP", port: 5432 }] });
+    if (app === "gateway" || SERVICES.includes(app))
+      egress.push({
+        to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": MONITORING_NAMESPACE } } }],
+        ports: [{ protocol: "TCP", port: OTLP_HTTP_PORT }],
+      });
     out.push(
       policy(app, {
         podSelector: podSelector(app).podSelector,

@@ -402,15 +402,25 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     expect(receiver.spans.filter((s) => s.kind === CONSUMER_KIND && s.parentSpanId === "")).toEqual([]);
   });
 
-  it("log lines written inside traced work carry its trace_id and span_id: the gateway's request lines, a consumer's", async () => {
+  it('docs/operations.md §Tracing, Logs: every line of a traced request carries its trace_id and span_id, Fastify\'s own "incoming request" and "request completed" included, and a consumer\'s lines too', async () => {
     const res = await call(`/contacts/${contactId}`, { "x-request-id": `logged-${Date.now()}` });
     const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
-    const completed = await waitFor(async () =>
-      logLines("gateway").find(
-        (l) => l.reqId === gateway.attributes["funil.request_id"] && l.msg === "request completed",
-      ),
+    const lines = await waitFor(async () => {
+      const mine = logLines("gateway").filter((l) => l.reqId === gateway.attributes["funil.request_id"]);
+      return mine.some((l) => l.msg === "request completed") ? mine : undefined;
+    });
+    expect(lines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining(["incoming request", "request completed"]),
     );
-    expect(completed).toMatchObject({ trace_id: gateway.traceId, span_id: gateway.spanId });
+    for (const line of lines)
+      expect(line).toMatchObject({ trace_id: gateway.traceId, span_id: gateway.spanId });
+    // Each field once: the request's logger is bound to its span, and the mixin adds nothing on top.
+    const raw = readFileSync(LOG_FILE, "utf8")
+      .split("\n")
+      .find(
+        (l) => l.includes(String(gateway.attributes["funil.request_id"])) && l.includes("incoming request"),
+      );
+    expect(raw?.split('"trace_id"').length).toBe(2);
     // A platform message that fails its schema, sent with a trace context: learning's consumer continues
     // it, and the line it writes about the message names that trace.
     const traceId = "5b8efff798038103d269b633813fc60c";

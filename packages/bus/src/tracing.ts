@@ -25,23 +25,22 @@ export function messageContext(m: JsMsg): Context {
   return extractContext(carrier);
 }
 
-/** A CONSUMER span for one message of `durable`, child of the context the message carries. */
+/**
+ * A CONSUMER span for one message of `durable`, child of the context the message carries. Its attributes
+ * are built only when it is recorded: the samplers look at the trace alone.
+ */
 function startSpan(durable: string, m: JsMsg, parent: Context, batch?: number): Span {
-  return tracer().startSpan(
-    `process ${durable}`,
-    {
-      kind: SpanKind.CONSUMER,
-      attributes: {
-        "messaging.system": "nats",
-        "messaging.operation.type": "process",
-        "messaging.destination.name": m.subject,
-        "messaging.consumer.group.name": durable,
-        ...(m.info.redelivered ? { "messaging.nats.redelivered": true } : {}),
-        ...(batch === undefined ? {} : { "messaging.batch.message_count": batch }),
-      },
-    },
-    parent,
-  );
+  const span = tracer().startSpan(`process ${durable}`, { kind: SpanKind.CONSUMER }, parent);
+  if (span.isRecording())
+    span.setAttributes({
+      "messaging.system": "nats",
+      "messaging.operation.type": "process",
+      "messaging.destination.name": m.subject,
+      "messaging.consumer.group.name": durable,
+      ...(m.info.redelivered ? { "messaging.nats.redelivered": true } : {}),
+      ...(batch === undefined ? {} : { "messaging.batch.message_count": batch }),
+    });
+  return span;
 }
 
 /** Ends the spans when the work settles; a failure (the message comes back) marks them as errors. */

@@ -154,8 +154,14 @@ const redact = [
   "password",
 ];
 
-export function createLogger(service: string, level: string): Logger {
-  return pino({ name: service, level, redact: { paths: redact, censor: "[redacted]" }, mixin: traceFields });
+/** A process's logger; `traced` (tracing is on): its lines carry the active span's ids (traceFields). */
+export function createLogger(service: string, level: string, traced = false): Logger {
+  return pino({
+    name: service,
+    level,
+    redact: { paths: redact, censor: "[redacted]" },
+    ...(traced ? { mixin: traceFields } : {}),
+  });
 }
 
 /** Marks a logger whose bindings already name the span (traceBound): the mixin adds nothing to its lines. */
@@ -164,7 +170,7 @@ const BOUND = Symbol("funil.traceBound");
 /**
  * The pino mixin of every process's logger: a line written inside a traced piece of work (a request, an
  * RPC method, a consumed message) carries the active span's `trace_id` and `span_id`, so that the log and
- * the trace find each other. Tracing off, no span is ever active and lines are as they were.
+ * the trace find each other. Tracing off, it is not installed at all.
  */
 export function traceFields(_obj: object, _level: number, logger?: Logger): object {
   if (logger && (logger as unknown as Record<symbol, boolean>)[BOUND]) return {};
@@ -175,12 +181,13 @@ export function traceFields(_obj: object, _level: number, logger?: Logger): obje
 }
 
 /**
- * A child of `log` whose every line names `span` (the gateway's request logger: Fastify writes the lines
- * of a request, "request completed" among them, outside the handler where the span is active).
+ * A child of `log` whose every line names `span`, with `bindings` of its own besides (the gateway's
+ * request logger: Fastify writes the lines of a request, "incoming request" and "request completed"
+ * among them, outside the handler where the span is active).
  */
-export function traceBound(log: Logger, span: Span): Logger {
+export function traceBound(log: Logger, span: Span, bindings: object = {}, options?: object): Logger {
   const ids = span.spanContext();
-  const child = log.child({ trace_id: ids.traceId, span_id: ids.spanId });
+  const child = log.child({ ...bindings, trace_id: ids.traceId, span_id: ids.spanId }, options);
   (child as unknown as Record<symbol, boolean>)[BOUND] = true;
   return child;
 }

@@ -18,3 +18,25 @@ export function headerObject(h: Headers | undefined): Record<string, string> {
   });
   return out;
 }
+
+/**
+ * A request of the lean paths (unary-transport.ts, unary-handler.ts) keeps its headers here as the plain
+ * object HTTP/2 reads and writes, so that a header read or added by tracing on every call costs a
+ * property, not a WHATWG Headers built and copied.
+ */
+export const PLAIN_HEADERS = Symbol("funil.plainHeaders");
+
+type Plain = Record<string, string | string[] | undefined>;
+type WithPlain = { header: Headers; [PLAIN_HEADERS]?: Plain };
+
+/** A request's headers as a plain object: the lean path's own, else copied from its Headers. */
+export function plainHeaders(req: { header: Headers }): Plain {
+  return (req as WithPlain)[PLAIN_HEADERS] ?? headerObject(req.header);
+}
+
+/** Adds headers to a request: to the lean path's plain object when it has one, else to its Headers. */
+export function addHeaders(req: { header: Headers }, added: Record<string, string>): void {
+  const plain = (req as WithPlain)[PLAIN_HEADERS];
+  if (plain) Object.assign(plain, added);
+  else for (const [key, value] of Object.entries(added)) req.header.set(key, value);
+}

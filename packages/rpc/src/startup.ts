@@ -21,7 +21,7 @@ import {
   type TransactionSql,
   writeEvent,
 } from "@funil/db";
-import { startTracing, stopTracing } from "@funil/telemetry";
+import { startTracing, stopTracing, tracingOn } from "@funil/telemetry";
 import { useCursorKeys } from "./cursor.js";
 import { causeOf } from "./errors.js";
 import type { HealthSources } from "./health.js";
@@ -113,7 +113,7 @@ export async function startService(opts: ServiceStart) {
   const { name, config, clock } = opts;
   // First: the clients and the server built below trace only when it is on.
   await startTracing(name);
-  const log = createLogger(name, config.LOG_LEVEL);
+  const log = createLogger(name, config.LOG_LEVEL, tracingOn());
   useCursorKeys(config.CURSOR_KEYS, (message) => log.warn(message));
   const names = naming(config.FUNIL_ENV);
   const { sql, nc } = await connectStores(opts, names);

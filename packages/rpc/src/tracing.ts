@@ -1,27 +1,30 @@
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
 import {
+  type Context,
   context,
   extractContext,
-  injectContext,
   type Span,
   SpanKind,
   SpanStatusCode,
   sampled,
   trace,
+  traceHeaders,
   tracer,
 } from "@funil/telemetry";
+import { addHeaders, plainHeaders } from "./headers.js";
 
 type Request = Parameters<Parameters<Interceptor>[0]>[0];
+type Next = Parameters<Interceptor>[0];
 
-/** The RPC attributes of the semantic conventions, and the span's name: `funil.crm.v1.ContactService/Get`. */
-const described = (req: Request) => ({
-  name: `${req.service.typeName}/${req.method.name}`,
-  attributes: {
-    "rpc.system": "connect_rpc",
-    "rpc.service": req.service.typeName,
-    "rpc.method": req.method.name,
-  },
+/** A call's span name: `funil.crm.v1.ContactService/GetContact`. */
+const nameOf = (req: Request) => `${req.service.typeName}/${req.method.name}`;
+
+/** The RPC attributes of the semantic conventions. */
+const attributesOf = (req: Request) => ({
+  "rpc.system": "connect_rpc",
+  "rpc.service": req.service.typeName,
+  "rpc.method": req.method.name,
 });
 
 /** A call that failed: the span is an error, with the Connect code (`not_found`) as the conventions name it. */
@@ -31,30 +34,40 @@ function failed(span: Span, err: unknown) {
   span.setStatus({ code: SpanStatusCode.ERROR, message: error.rawMessage });
 }
 
-/**
- * The client side, added to a transport only when tracing is on: every call carries the caller's context
- * as a W3C traceparent header, which the transport sends with the call alone or inside its batch frame
- * (each call of a batch has headers of its own). In a sampled trace the call gets a CLIENT span (the
- * parent of the service's); in an unsampled one only the context travels, so that the service keeps the
- * caller's decision and nothing is recorded.
- */
-export const traceCalls: Interceptor = (next) => async (req) => {
-  const active = context.active();
-  if (!sampled(active)) {
-    injectContext(active, req.header);
-    return next(req);
-  }
-  const { name, attributes } = described(req);
-  const span = tracer().startSpan(name, { kind: SpanKind.CLIENT, attributes }, active);
-  injectContext(trace.setSpan(active, span), req.header);
+/** Runs the call, ending `span` when it settles (an error span when it fails). */
+async function within(span: Span, call: () => ReturnType<Next>) {
   try {
-    return await next(req);
+    return await call();
   } catch (err) {
     failed(span, err);
     throw err;
   } finally {
     span.end();
   }
+}
+
+/**
+ * The client side, added to a transport only when tracing is on: every call carries the caller's context
+ * as a W3C traceparent header, which the transport sends with the call alone or inside its batch frame
+ * (each call of a batch has headers of its own). In a sampled trace the call gets a CLIENT span (the
+ * parent of the service's); in an unsampled one only the traceparent string travels, added to the
+ * call's plain headers (no span, no Headers object), so that the service keeps the caller's decision
+ * and nothing is recorded.
+ */
+export const traceCalls: Interceptor = (next) => (req) => {
+  const active = context.active();
+  if (!sampled(active)) {
+    const headers = traceHeaders(active);
+    if (headers) addHeaders(req, headers);
+    return next(req);
+  }
+  const span = tracer().startSpan(
+    nameOf(req),
+    { kind: SpanKind.CLIENT, attributes: attributesOf(req) },
+    active,
+  );
+  addHeaders(req, traceHeaders(trace.setSpan(active, span)) ?? {});
+  return within(span, () => next(req));
 };
 
 /** Health checks, polled every few seconds by the gateway and orchestrators: a trace each would bury the rest. */
@@ -62,20 +75,18 @@ const UNTRACED = new Set(["funil.health.v1.HealthService", "grpc.health.v1.Healt
 
 /**
  * The server side, first of the server's interceptors when tracing is on: one SERVER span per method call,
- * child of the traceparent the call carries (a batch's calls each of their own), active while the
- * implementation runs; a call that fails marks it as an error.
+ * child of the traceparent the call carries (a batch's calls each of their own, read from its plain
+ * headers), active while the implementation runs; a call that fails marks it as an error. A span not
+ * recorded (the caller's trace is not sampled) is only made active, so that what the call does carries
+ * the decision on.
  */
-export const traceHandlers: Interceptor = (next) => async (req) => {
+export const traceHandlers: Interceptor = (next) => (req) => {
   if (UNTRACED.has(req.service.typeName)) return next(req);
-  const parent = extractContext(req.header);
-  const { name, attributes } = described(req);
-  const span = tracer().startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
-  try {
-    return await context.with(trace.setSpan(parent, span), next, undefined, req);
-  } catch (err) {
-    failed(span, err);
-    throw err;
-  } finally {
-    span.end();
-  }
+  const parent: Context = extractContext(plainHeaders(req));
+  // The samplers look at the trace id and the parent only: attributes are built for a recorded span alone.
+  const span = tracer().startSpan(nameOf(req), { kind: SpanKind.SERVER }, parent);
+  const active = trace.setSpan(parent, span);
+  if (!span.isRecording()) return context.with(active, next, undefined, req);
+  span.setAttributes(attributesOf(req));
+  return within(span, () => context.with(active, next, undefined, req));
 };

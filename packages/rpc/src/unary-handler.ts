@@ -35,7 +35,7 @@ import {
 import { CHANNEL_CONTENT_TYPE, CHANNEL_PATH, EnvelopeReader, endStream, envelope } from "./channel.js";
 import { codecOf } from "./codec.js";
 import { tooLarge } from "./errors.js";
-import { headerObject, toHeaders } from "./headers.js";
+import { headerObject, PLAIN_HEADERS, toHeaders } from "./headers.js";
 import { type MethodMetrics, methodMetrics } from "./metrics.js";
 
 type Impl = (req: unknown, ctx: HandlerContext) => unknown;
@@ -509,7 +509,8 @@ function invoke(route: Route, ctx: Context) {
 }
 
 function request(route: Route, ctx: Context, message: MessageShape<DescMethodUnary["input"]>): UnaryRequest {
-  return {
+  const req: UnaryRequest & { [PLAIN_HEADERS]: Context["plainHeaders"] } = {
+    [PLAIN_HEADERS]: ctx.plainHeaders,
     stream: false,
     service: route.service,
     method: route.method,
@@ -526,9 +527,15 @@ function request(route: Route, ctx: Context, message: MessageShape<DescMethodUna
     },
     message,
   };
+  return req;
 }
 
-type Context = HandlerContext & { abort(): void; touchedResponseHeader(): Headers | undefined };
+type Context = HandlerContext & {
+  abort(): void;
+  touchedResponseHeader(): Headers | undefined;
+  /** The request's headers as HTTP/2 (or the batch frame) gave them. */
+  plainHeaders: Record<string, string | string[] | undefined>;
+};
 
 /** A HandlerContext whose signal and Headers objects exist only once something reads them. */
 function context(
@@ -569,6 +576,7 @@ function context(
       values ??= createContextValues();
       return values;
     },
+    plainHeaders: headers,
     abort: () => controller?.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
     touchedResponseHeader: () => responseHeader,
   };

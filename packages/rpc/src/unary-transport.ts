@@ -40,7 +40,7 @@ import {
 } from "./channel.js";
 import { codecOf } from "./codec.js";
 import { tooLarge } from "./errors.js";
-import { headerObject, toHeaders } from "./headers.js";
+import { headerObject, PLAIN_HEADERS, toHeaders } from "./headers.js";
 
 /**
  * The Connect protocol's unary call (a POST of the binary message, the answer's status and body) straight
@@ -71,7 +71,10 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
       const deadline = timeoutMs ?? opts.defaultTimeoutMs;
       const safe = method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
       let headers: Headers | undefined;
-      const req: UnaryRequest<I, O> = {
+      // What the interceptors add without reading the Headers (tracing's traceparent): plain, as sent.
+      const plain: Record<string, string> = {};
+      const req: UnaryRequest<I, O> & { [PLAIN_HEADERS]: typeof plain } = {
+        [PLAIN_HEADERS]: plain,
         stream: false,
         service: method.parent,
         method,
@@ -90,7 +93,8 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
           : create(method.input, input)) as MessageShape<I>,
       };
       const send = async (r: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
-        const extra = headers ?? (header ? new Headers(header) : undefined);
+        const given = headers ?? (header ? new Headers(header) : undefined);
+        const extra = given ? { ...headerObject(given), ...plain } : plain;
         const body = codecOf(method.input).encode(r.message);
         if (body.byteLength > opts.maxMessageBytes)
           throw tooLarge("request", body.byteLength, opts.maxMessageBytes);
@@ -167,7 +171,7 @@ type Exchange = (
   body: Uint8Array,
   timeoutMs: number,
   signal: AbortSignal,
-  extra: Headers | undefined,
+  extra: Record<string, string> | undefined,
   /** A read (NO_SIDE_EFFECTS): retried on another copy whatever broke. */
   safe: boolean,
 ) => Promise<Answer>;
@@ -562,7 +566,7 @@ const batchOf = (live: Pending[]) =>
       path: p.path,
       input: p.body,
       timeoutMs: p.timeoutMs,
-      headers: p.extra ? headerObject(p.extra) : {},
+      headers: p.extra ?? {},
     })),
   );
 
@@ -661,7 +665,7 @@ interface Pending {
   body: Uint8Array;
   timeoutMs: number;
   signal: AbortSignal;
-  extra: Headers | undefined;
+  extra: Record<string, string> | undefined;
   /** A read: sent again on another copy whatever broke. */
   safe: boolean;
   /** Copies it has been sent to. */
@@ -749,7 +753,13 @@ function guard<T>(
  */
 function call(
   session: http2.ClientHttp2Session,
-  req: { path: string; body: Uint8Array; timeoutMs: number; signal: AbortSignal; extra: Headers | undefined },
+  req: {
+    path: string;
+    body: Uint8Array;
+    timeoutMs: number;
+    signal: AbortSignal;
+    extra: Record<string, string> | undefined;
+  },
   /** The longest answer read: past it the stream is cancelled and the call fails ResourceExhausted. */
   maxAnswer: number,
 ): Promise<Answer> {
@@ -763,9 +773,7 @@ function call(
       "connect-protocol-version": "1",
       "connect-timeout-ms": String(timeoutMs),
     };
-    extra?.forEach((value, key) => {
-      headers[key] = value;
-    });
+    if (extra) for (const key in extra) headers[key] = extra[key];
     let stream: http2.ClientHttp2Stream | undefined;
     const g = guard(timeoutMs, signal, resolve, reject, () => {
       if (stream && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);

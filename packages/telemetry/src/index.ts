@@ -6,7 +6,6 @@ import {
   type Span,
   SpanKind,
   SpanStatusCode,
-  type TextMapGetter,
   TraceFlags,
   trace,
 } from "@opentelemetry/api";
@@ -93,7 +92,7 @@ export const tracingOn = () => provider !== undefined;
  * Starts the SDK once per process, before anything makes a call: spans go to the OTLP/HTTP endpoint (the
  * exporter reads OTEL_EXPORTER_OTLP_* itself), the W3C traceparent is the propagated format, and the
  * active span follows async calls (AsyncLocalStorage). Off (tracingSettings), the SDK is not even loaded
- * (about 10 MB of modules) and the API stays the no-op it is by default.
+ * (about 10 MB of modules), no async hook is installed and the API stays the no-op it is by default.
  */
 export async function startTracing(name: string, env: Env = process.env): Promise<void> {
   if (provider) return;
@@ -162,25 +161,22 @@ export async function stopTracing(): Promise<void> {
 /** The tracer of Funil's own spans. */
 export const tracer = () => trace.getTracer("funil");
 
-/** Reads a carrier that is a WHATWG Headers (a Connect request's header). */
-const headersGetter: TextMapGetter<Headers> = {
-  get: (h, key) => h.get(key) ?? undefined,
-  keys: (h) => [...h.keys()],
-};
-
 /**
- * The context a request carries (its traceparent and tracestate, from a plain header object or Headers), on
- * top of no active span: a malformed traceparent is ignored, and the span started on it begins a new trace.
+ * The context a request carries (its traceparent and tracestate, from a plain header object), on top of
+ * no active span: a malformed traceparent is ignored, and the span started on it begins a new trace.
  */
-export function extractContext(headers: Headers | Record<string, string | string[] | undefined>): Context {
-  return headers instanceof Headers
-    ? propagation.extract(ROOT_CONTEXT, headers, headersGetter)
-    : propagation.extract(ROOT_CONTEXT, headers);
+export function extractContext(headers: Record<string, string | string[] | undefined>): Context {
+  return propagation.extract(ROOT_CONTEXT, headers);
 }
 
-/** Writes the active context's traceparent (and tracestate) into `headers`. */
-export function injectContext(ctx: Context, headers: Headers): void {
-  propagation.inject(ctx, headers, { set: (h, key, value) => h.set(key, value) });
+/**
+ * The traceparent (and tracestate) of `ctx` as plain headers, or undefined when it holds no span: what
+ * a call sends, sampled or not, so that the callee keeps the caller's decision.
+ */
+export function traceHeaders(ctx: Context): Record<string, string> | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier.traceparent === undefined ? undefined : carrier;
 }
 
 /** Whether the active context holds a span that is being recorded (sampled). */
@@ -194,8 +190,5 @@ export function sampled(ctx: Context): boolean {
  * request), for work that leaves the process later (the outbox row, then its NATS message); else undefined.
  */
 export function activeTraceparent(): string | undefined {
-  if (!provider) return undefined;
-  const carrier: { traceparent?: string } = {};
-  propagation.inject(context.active(), carrier);
-  return carrier.traceparent;
+  return provider ? traceHeaders(context.active())?.traceparent : undefined;
 }

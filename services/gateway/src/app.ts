@@ -125,7 +125,12 @@ export async function buildApp(ctx: GatewayContext, options: FastifyServerOption
 /** Fastify with the gateway's server options: request ids, limits, and which errors stay its own. */
 function newFastify(ctx: GatewayContext, options: FastifyServerOptions) {
   return Fastify({
-    logger: { level: ctx.config.LOG_LEVEL, redact: ["req.headers.authorization"], mixin: traceFields },
+    logger: {
+      level: ctx.config.LOG_LEVEL,
+      redact: ["req.headers.authorization"],
+      // Tracing off, no mixin: nothing runs per line.
+      ...(tracingOn() ? { mixin: traceFields } : {}),
+    },
     bodyLimit: 1024 * 1024,
     requestIdHeader: false,
     genReqId: (req) => {

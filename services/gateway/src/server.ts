@@ -4,7 +4,7 @@ import { SERVICES } from "@funil/contracts";
 import { migrate, openDatabase } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
 import { clientsOf, rpcOptions, startRpcServer } from "@funil/rpc";
-import { startTracing, stopTracing } from "@funil/telemetry";
+import { startTracing, stopTracing, tracingOn } from "@funil/telemetry";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
 import { type GatewayConfig, serviceUrl } from "./config.js";
@@ -18,7 +18,7 @@ const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
 export async function startGateway(config: GatewayConfig, clock: Clock = systemClock) {
   // First: the clients and the app built below trace only when it is on.
   await startTracing("gateway");
-  const log = createLogger("gateway", config.LOG_LEVEL);
+  const log = createLogger("gateway", config.LOG_LEVEL, tracingOn());
   const names = naming(config.FUNIL_ENV);
   const sql = await openDatabase(config.DATABASE_URL, names.database("gateway"), {
     max: config.DATABASE_POOL_MAX,

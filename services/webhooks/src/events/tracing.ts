@@ -27,10 +27,9 @@ const UNTRACED: FanOutSpan = { traceparent: undefined, run: (fn) => fn(), end: (
  */
 export function fanOutSpan(event: EventEnvelope): FanOutSpan {
   if (!tracingOn()) return UNTRACED;
-  const span = tracer().startSpan("webhooks fan-out", {
-    kind: SpanKind.INTERNAL,
-    attributes: { "funil.event.type": event.type, "funil.event.id": event.id },
-  });
+  const span = tracer().startSpan("webhooks fan-out", { kind: SpanKind.INTERNAL });
+  // Attributes for a recorded span alone: the samplers look at the trace only.
+  if (span.isRecording()) span.setAttributes({ "funil.event.type": event.type, "funil.event.id": event.id });
   const ctx = trace.setSpan(context.active(), span);
   return {
     traceparent: context.with(ctx, activeTraceparent),
@@ -71,17 +70,16 @@ export async function tracedAttempt(
   post: () => Promise<AttemptResult>,
 ): Promise<AttemptResult> {
   if (!tracingOn()) return post();
+  const span = tracer().startSpan("webhook attempt", { kind: SpanKind.CLIENT });
+  if (!span.isRecording()) return post();
   const target = hostOf(delivery.url);
-  const span = tracer().startSpan("webhook attempt", {
-    kind: SpanKind.CLIENT,
-    attributes: {
-      "http.request.method": "POST",
-      ...(target ? { "server.address": target.host } : {}),
-      ...(target?.port ? { "server.port": target.port } : {}),
-      "funil.webhook.delivery_id": delivery.id,
-      "funil.event.type": delivery.event,
-      "funil.webhook.attempt": delivery.attempts + 1,
-    },
+  span.setAttributes({
+    "http.request.method": "POST",
+    ...(target ? { "server.address": target.host } : {}),
+    ...(target?.port ? { "server.port": target.port } : {}),
+    "funil.webhook.delivery_id": delivery.id,
+    "funil.event.type": delivery.event,
+    "funil.webhook.attempt": delivery.attempts + 1,
   });
   try {
     const result = await post();
