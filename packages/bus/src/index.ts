@@ -81,6 +81,19 @@ export const CONSUMERS = {
     stream: "EVENTS",
     filterSubject: "events.>",
   },
+  "webhooks-erasures": {
+    service: "webhooks",
+    description:
+      "contact.erased: the stored bodies (deliveries, the event log) that carry the contact, redacted",
+    stream: "EVENTS",
+    filterSubject: "events.contact.erased",
+  },
+  "scheduling-erasures": {
+    service: "scheduling",
+    description: "contact.erased: the contact's name and free texts on its meetings, erased",
+    stream: "EVENTS",
+    filterSubject: "events.contact.erased",
+  },
   "webhooks-sender": {
     service: "webhooks",
     description:

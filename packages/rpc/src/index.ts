@@ -5,6 +5,7 @@ export { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@co
 export { parseBaseUrls } from "./balancer.js";
 export * from "./client.js";
 export * from "./cursor.js";
+export * from "./erasures.js";
 export * from "./errors.js";
 export * from "./fields.js";
 export * from "./health.js";

@@ -3,11 +3,10 @@ import type { Clock } from "@funil/config";
 import { CalendarSchema, SERVICES } from "@funil/contracts";
 import { changeEmitter } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
-import { clientsOf, type Infra, rpcOptions, startService, toApiJson } from "@funil/rpc";
+import { clientsOf, consumeErasures, type Infra, rpcOptions, startService, toApiJson } from "@funil/rpc";
 import type { Redis } from "ioredis";
 import type { SchedulingConfig } from "./config.js";
 import { type CrmDirectory, crmDirectory } from "./crm.js";
-import { startErasures } from "./events/erasures.js";
 import { routes, type SchedulingDeps } from "./rpc/routes.js";
 import { appointmentWire, calendarToProto } from "./rpc/wire.js";
 import { appointmentStore } from "./store/appointments.js";
@@ -59,7 +58,7 @@ export async function start(config: SchedulingConfig, clock: Clock) {
         { client: redis, prefix: `funil:${config.FUNIL_ENV ?? "default"}:scheduling:` },
         crmDirectory(clientsOf(SERVICES.crm, config.CRM_URL, config.UPSTREAM_TIMEOUT_MS, rpcOptions(config))),
       );
-      const erasures = await startErasures(infra, erasureStore(infra.sql));
+      const erasures = await consumeErasures(infra, "scheduling-erasures", erasureStore(infra.sql).erase);
       return {
         routes: routes(deps),
         consumers: [erasures],

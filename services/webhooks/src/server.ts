@@ -2,9 +2,8 @@ import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
 import { AuthService } from "@funil/contracts";
 import { changeEmitter, type Sweep } from "@funil/db";
-import { type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
+import { consumeErasures, type Infra, rpcClient, rpcOptions, startService } from "@funil/rpc";
 import type { WebhooksConfig } from "./config.js";
-import { startErasures } from "./events/erasures.js";
 import { loggedUpTo } from "./events/event-log.js";
 import { startFanOut } from "./events/fanout.js";
 import { startSender } from "./events/sender.js";
@@ -101,7 +100,7 @@ export function start(config: WebhooksConfig, clock: Clock) {
           maxInFlightPerSubscription: config.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION,
         },
       });
-      const erasures = await startErasures(infra, erasureStore(infra.sql));
+      const erasures = await consumeErasures(infra, "webhooks-erasures", erasureStore(infra.sql).erase);
       return {
         routes: routes(deps),
         consumers: [fanOut, sender.consumer, erasures],
