@@ -14,19 +14,12 @@ type Redaction = (tx: TransactionSql, e: ContactErasure) => Promise<number>;
  * to them dropped from the attempt log. Read through each subscription's deliveries_recent index.
  */
 const redactDeliveries: Redaction = async (tx, e) => {
-  const rows = await tx<{ id: string; subscriptionId: string; event: string; body: string }[]>`
-    select d.id, d.subscription_id, d.event, d.body from deliveries d
+  const rows = await tx<{ id: string; subscriptionId: string; type: string; body: string }[]>`
+    select d.id, d.subscription_id, d.event as type, d.body from deliveries d
     where d.subscription_id in (select id from subscriptions where workspace_id = ${e.workspaceId})
       and strpos(d.body, ${e.contactId}) > 0`;
-  const changed = rows.flatMap((r) => {
-    const body = redactBody(r.event, r.body, e.contactId);
-    return body === undefined ? [] : [{ ...r, body }];
-  });
+  const changed = await rewriteBodies(tx, "deliveries", redacted(rows, e.contactId));
   if (changed.length === 0) return 0;
-  await tx`
-    update deliveries set body = c.body
-    from unnest(${changed.map((c) => c.id)}::text[], ${changed.map((c) => c.body)}::text[]) as c(id, body)
-    where deliveries.id = c.id`;
   await tx`
     update attempts set response_body = null
     where subscription_id = any(${[...new Set(changed.map((c) => c.subscriptionId))]}::text[])
@@ -42,17 +35,30 @@ const redactEventLog: Redaction = async (tx, e) => {
   const rows = await tx<{ id: string; type: string; body: string }[]>`
     select id, type, body from event_log
     where workspace_id = ${e.workspaceId} and strpos(body, ${e.contactId}) > 0`;
-  const changed = rows.flatMap((r) => {
-    const body = redactBody(r.type, r.body, e.contactId);
-    return body === undefined ? [] : [{ id: r.id, body }];
-  });
-  if (changed.length === 0) return 0;
-  await tx`
-    update event_log set body = c.body
-    from unnest(${changed.map((c) => c.id)}::text[], ${changed.map((c) => c.body)}::text[]) as c(id, body)
-    where event_log.id = c.id`;
-  return changed.length;
+  return (await rewriteBodies(tx, "event_log", redacted(rows, e.contactId))).length;
 };
+
+/** The rows whose body carries the contact's data, each with its body redacted (erasure.ts). */
+function redacted<R extends { type: string; body: string }>(rows: R[], contactId: string): R[] {
+  return rows.flatMap((r) => {
+    const body = redactBody(r.type, r.body, contactId);
+    return body === undefined ? [] : [{ ...r, body }];
+  });
+}
+
+/** Writes the redacted bodies back, by id, in one statement; returns the rows it was given. */
+async function rewriteBodies<R extends { id: string; body: string }>(
+  tx: TransactionSql,
+  table: "deliveries" | "event_log",
+  changed: R[],
+): Promise<R[]> {
+  if (changed.length === 0) return changed;
+  await tx`
+    update ${tx(table)} as t set body = c.body
+    from unnest(${changed.map((c) => c.id)}::text[], ${changed.map((c) => c.body)}::text[]) as c(id, body)
+    where t.id = c.id`;
+  return changed;
+}
 
 /** Every table of the service that keeps what receivers are sent, redacted in one transaction. */
 const REDACTIONS: Redaction[] = [redactDeliveries, redactEventLog];
