@@ -65,7 +65,8 @@ const CALLS = [
   // webhooks asks the gateway's internal Auth service for a key's current scopes at every attempt.
   { from: "webhooks", to: "gateway", port: AUTH_PORT },
   ...["gateway", ...Object.keys(PORTS)].map((from) => ({ from, to: "pgbouncer", port: PGBOUNCER_PORT })),
-  ...Object.keys(PORTS).map((from) => ({ from, to: "nats", port: NATS.client })),
+  // Every process publishes its outbox: the services their events, the gateway its workspaces' and keys'.
+  ...["gateway", ...Object.keys(PORTS)].map((from) => ({ from, to: "nats", port: NATS.client })),
   { from: "nats", to: "nats", port: NATS.cluster },
   ...["gateway", "scheduling"].map((from) => ({ from, to: "redis", port: REDIS_PORT })),
 ];

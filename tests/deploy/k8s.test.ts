@@ -315,10 +315,10 @@ describe("NetworkPolicies: only the calls the code makes", () => {
     }
   });
 
-  it("stores: everyone reaches PgBouncer, the services NATS, the gateway and scheduling Redis; PgBouncer reaches PostgreSQL", () => {
+  it("stores: everyone reaches PgBouncer and NATS (the gateway's relay publishes workspaces' and keys' events), the gateway and scheduling Redis; PgBouncer reaches PostgreSQL", () => {
     for (const app of apps) expect(reaches(pod(app), pod("pgbouncer"), 6432), app).toBe(true);
-    for (const name of backends) expect(reaches(pod(name), pod("nats"), 4222), name).toBe(true);
-    expect(reaches(pod("gateway"), pod("nats"), 4222)).toBe(false);
+    for (const app of apps) expect(reaches(pod(app), pod("nats"), 4222), app).toBe(true);
+    expect(reaches(outside("203.0.113.7"), pod("nats"), 4222)).toBe(false);
     for (const app of apps)
       expect(reaches(pod(app), pod("redis"), 6379), app).toBe(app === "gateway" || app === "scheduling");
     expect(reaches(pod("nats", "10.244.1.11"), pod("nats", "10.244.2.12"), 6222)).toBe(true);

@@ -147,7 +147,7 @@ async function everyEvent() {
   return sub.body.subscription.id as string;
 }
 
-/** The internal events of the admin API's changes and of a subscription's life (docs/api/events.md §Every event type). */
+/** The internal events of the admin API's changes (the gateway's own included) and of a subscription's life (docs/api/events.md §Every event type). */
 async function adminChanges(memberId: string) {
   const field = await ws.admin("POST", `/workspaces/${ws.id}/custom-fields`, {
     entity: "contact",
@@ -168,6 +168,14 @@ async function adminChanges(memberId: string) {
   expect((await ws.call("PATCH", `/webhooks/${id}`, { description: "spare" })).status).toBe(200);
   expect((await ws.call("POST", `/webhooks/${id}/rotate-secret`)).status).toBe(200);
   expect((await ws.call("DELETE", `/webhooks/${id}`)).status).toBe(204);
+  // The gateway's own: the workspace renamed, a key created, rescoped and revoked.
+  expect((await ws.admin("PATCH", `/workspaces/${ws.id}`, { name: `Renamed ${run}` })).status).toBe(200);
+  const key = await ws.admin("POST", `/workspaces/${ws.id}/keys`, { name: "spare", scopes: [] });
+  expect(key.status).toBe(201);
+  expect((await ws.admin("PATCH", `/keys/${key.body.key.id}`, { scopes: ["contacts.read"] })).status).toBe(
+    200,
+  );
+  expect((await ws.admin("DELETE", `/keys/${key.body.key.id}`)).status).toBe(204);
 }
 
 /** Every ingest and platform subject, as the other systems publish them, and one refused message of each stream. */

@@ -1,5 +1,15 @@
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALL_SCOPES, keyFor, newWorkspace, type Response, type Workspace, waitFor } from "../helpers.js";
+import {
+  ALL_SCOPES,
+  admin,
+  keyFor,
+  newWorkspace,
+  type Response,
+  type Workspace,
+  waitFor,
+  withKey,
+} from "../helpers.js";
 import { type Receiver, startReceiver } from "../receiver.js";
 import { contact, pipeline } from "./crm-fixtures.js";
 import { ahead, book, calendar } from "./scheduling-fixtures.js";
@@ -211,6 +221,44 @@ describe("GET /audit", () => {
     expect(calendarEntry.changes).toEqual(expect.arrayContaining(["key", "assigneeUserIds"]));
   });
 
+  it("docs/api/events.md §Who made a change: the gateway's own changes, a workspace and its API keys created, rescoped, revoked or renamed through the admin API, say admin with the admin request's id and never carry a secret or hash", async () => {
+    const created = await write(admin("POST", "/workspaces", { name: "Audited", operator: false }), 201);
+    const wsId = created.body.id;
+    const made = await write(
+      admin("POST", `/workspaces/${wsId}/keys`, { name: "k", scopes: ["audit.read", "contacts.read"] }),
+      201,
+    );
+    const key = made.body.key.id;
+    const reader = await withKey(wsId, made.body.secret, key);
+    const rescoped = await write(admin("PATCH", `/keys/${key}`, { scopes: ["audit.read"] }), 200);
+    const renamed = await write(admin("PATCH", `/workspaces/${wsId}`, { name: "Audited too" }), 200);
+    const other = await write(admin("POST", `/workspaces/${wsId}/keys`, { name: "gone", scopes: [] }), 201);
+    const revoked = await write(admin("DELETE", `/keys/${other.body.key.id}`), 204);
+    // Revoking a revoked key changes nothing, and says nothing.
+    await write(admin("DELETE", `/keys/${other.body.key.id}`), 204);
+
+    const asAdmin = { type: "admin", id: null };
+    const keyLog = await audited(reader, "api_key", key, 2);
+    expect(keyLog.map((e) => [e.type, e.actor, e.requestId, e.changes])).toEqual([
+      ["api_key.created", asAdmin, made.requestId, expect.arrayContaining(["name", "scopes", "prefix"])],
+      ["api_key.updated", asAdmin, rescoped.requestId, ["scopes"]],
+    ]);
+    const revokedLog = await audited(reader, "api_key", other.body.key.id, 2);
+    expect(revokedLog.map((e) => [e.type, e.requestId, e.changes])).toEqual([
+      ["api_key.created", other.requestId, expect.arrayContaining(["name", "prefix"])],
+      ["api_key.revoked", revoked.requestId, ["revokedAt"]],
+    ]);
+    const wsLog = await audited(reader, "workspace", wsId, 2);
+    expect(wsLog.map((e) => [e.type, e.actor, e.requestId, e.changes])).toEqual([
+      ["workspace.created", asAdmin, created.requestId, expect.arrayContaining(["name"])],
+      ["workspace.updated", asAdmin, renamed.requestId, ["name"]],
+    ]);
+    // The secret is shown once, in the creation's answer; neither it nor its hash is in any event.
+    const hash = createHash("sha256").update(made.body.secret).digest("hex");
+    const all = JSON.stringify(await auditOf(reader, ""));
+    for (const secret of [made.body.secret, other.body.secret, hash]) expect(all).not.toContain(secret);
+  });
+
   it("docs/api/events.md §Who made a change: the sender deactivating a subscription whose key lost its read scope is the system's change, naming active and disabledReason", async () => {
     const ws = await newWorkspace();
     const key = await keyFor(ws, ["webhooks.manage", "contacts.read"]);
@@ -238,8 +286,13 @@ describe("GET /audit", () => {
     expect(foreign.status).toBe(200);
     expect(foreign.body).toEqual({ data: [], nextCursor: null });
     expect(unknown.body).toEqual(foreign.body);
-    // Nor does the other workspace's activity show in the whole list.
-    expect((await mine.call("GET", "/audit")).body.data).toEqual([]);
+    // Nor does the other workspace's activity show in the whole list: it holds only mine's creation and its key's.
+    await audited(mine, "api_key", mine.keyId, 1);
+    const whole = (await mine.call("GET", "/audit")).body.data as Entry[];
+    expect(whole.map((e) => [e.type, e.entityId])).toEqual([
+      ["workspace.created", mine.id],
+      ["api_key.created", mine.keyId],
+    ]);
   });
 
   it("docs/api/events.md §Audit: GET /audit: after lists the changes that occurred after an instant; id without entity is 400; limit is 1..500", async () => {

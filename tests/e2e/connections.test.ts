@@ -14,7 +14,7 @@ const MAX_CONNECTIONS = 100;
 /** superuser_reserved_connections: never available to the services. */
 const RESERVED = 3;
 /** What a default `npm start` stack may hold at most (docs/operations.md §Connections). */
-const DEFAULT_STACK_BUDGET = 23;
+const DEFAULT_STACK_BUDGET = 24;
 /**
  * What the test files themselves hold beside the stacks: a probe, and the pools of the tests that open a
  * service's database directly (3 by default, fewer where they say).
@@ -24,17 +24,17 @@ const TEST_CLIENTS = 10;
 const HEADROOM = 5;
 
 /**
- * A stack's connections at most: each service's request pool and its outbox relay's session (which also
- * LISTENs while it holds the relay lock); the gateway's request pool. A database is created at start
- * through one more connection, closed before the pool opens.
+ * A stack's connections at most: each process's request pool and its outbox relay's session (which also
+ * LISTENs while it holds the relay lock), the gateway's included. A database is created at start through
+ * one more connection, closed before the pool opens.
  */
 function stackConnections(poolMax: number): number {
-  return (SERVICES as string[]).length * (poolMax + 1) + poolMax;
+  return ((SERVICES as string[]).length + 1) * (poolMax + 1);
 }
 
 /** The largest stack a test file starts beside the run's: the scale test's 3 crm, 2 of every other service, 2 gateways. */
 function scaleStack(poolMax: number): number {
-  return (3 + 2 * ((SERVICES as string[]).length - 1)) * (poolMax + 1) + 2 * poolMax;
+  return (3 + 2 * ((SERVICES as string[]).length - 1) + 2) * (poolMax + 1);
 }
 
 describe("connections are a budget", () => {
@@ -110,8 +110,8 @@ describe("the run's stack holds what its pools allow, and says who holds what", 
   it("each connection's application_name names its database, and the relay's its role", async () => {
     const seen = await stackBackends();
     for (const b of seen) expect([b.datname, `${b.datname}:relay`]).toContain(b.applicationName);
-    // Each service's relay: one session, which polls and LISTENs, whatever the traffic.
-    for (const service of SERVICES as string[])
+    // Each process's relay, the gateway's too: one session, which polls and LISTENs, whatever the traffic.
+    for (const service of (SERVICES as string[]).concat("gateway"))
       expect(seen.filter((b) => b.applicationName === `${prefix}${service}:relay`)).toHaveLength(1);
   });
 });

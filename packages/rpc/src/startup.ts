@@ -124,9 +124,7 @@ export async function startService(opts: ServiceStart) {
     names,
     sql,
     nc,
-    emit: async (tx, event) => {
-      await writeEvent(tx, (type) => names.subject(`events.${type}`), event);
-    },
+    emit: eventWriter(names),
   };
   const wired = await opts.wire(infra);
   const { sweeps, relay, bus } = startChores(infra, opts.name, wired.sweeps ?? []);
@@ -212,8 +210,32 @@ function startChores(infra: Infra, name: string, own: Sweep[]) {
     onSwept: (sweep, rows) => log.debug({ sweep, rows }, "retention: swept"),
     onError: (sweep, err) => log.warn({ sweep, cause: causeOf(err) }, "retention sweep failed, will retry"),
   });
-  // An outage is one line when it starts and one when it ends, without a stack: not a bug. The relay runs
-  // on one session of its own, opened with the pool's settings (outbox.ts).
+  return { sweeps, ...startEventRelay({ sql, nc, log, names, name }) };
+}
+
+/**
+ * How a process writes a domain event in its change's transaction (the outbox, docs/api/events.md
+ * §Guarantees): on the EVENTS stream's subject of its type.
+ */
+export function eventWriter(names: Naming): Infra["emit"] {
+  return async (tx, event) => {
+    await writeEvent(tx, (type) => names.subject(`events.${type}`), event);
+  };
+}
+
+/**
+ * The outbox relay of a process that writes events, and the watch of its bus connection that wakes the
+ * relay when the bus is back. An outage is one line when it starts and one when it ends, without a
+ * stack: not a bug. The relay runs on one session of its own, opened with the pool's settings (outbox.ts).
+ */
+export function startEventRelay(opts: {
+  sql: Sql;
+  nc: NatsConnection;
+  log: Logger;
+  names: Naming;
+  name: string;
+}) {
+  const { sql, nc, log, names, name } = opts;
   const relay = startOutboxRelay({
     sql,
     applicationName: `${names.database(name)}:relay`,
@@ -222,7 +244,7 @@ function startChores(infra: Infra, name: string, own: Sweep[]) {
     onRecover: (r) => log.info(r, "outbox relay: publishing again"),
   });
   const bus = watchBus(nc, { log, onReconnect: relay.wake });
-  return { sweeps, relay, bus };
+  return { relay, bus };
 }
 export type StartedService = Awaited<ReturnType<typeof startService>>;
 

@@ -16,6 +16,8 @@ export const AUDIT_ENTITIES = [
   "custom_field",
   "member",
   "calendar",
+  "workspace",
+  "api_key",
 ] as const;
 
 /** GET /audit: a workspace's changes, oldest first; `id` needs `entity`. */

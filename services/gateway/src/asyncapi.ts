@@ -136,7 +136,8 @@ function eventSubjects(shared: Record<string, Json>): Subject[] {
       stream: "EVENTS",
       title: type,
       description: `${description}. ${scope ? `Subscribable by webhooks (scope ${scope}).` : "Not subscribable by webhooks."}`,
-      publisher: "the outbox relay of the service that made the change, after its transaction committed",
+      publisher:
+        "the outbox relay of the process that made the change (the gateway for workspaces and API keys), after its transaction committed",
       payload: jsonSchema(envelope, "output", shared),
       headers: headers({ description: "the event's id: a republished event is dropped by the stream" }, true),
     };

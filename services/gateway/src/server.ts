@@ -1,18 +1,29 @@
 import { fileURLToPath } from "node:url";
-import { type Clock, createLogger, naming, systemClock } from "@funil/config";
+import { connectBus } from "@funil/bus";
+import { type Clock, createLogger, type Naming, naming, systemClock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
-import { migrate, openDatabase } from "@funil/db";
+import { changeEmitter, migrate, openDatabase, type Sql } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
-import { clientsOf, rpcOptions, startRpcServer } from "@funil/rpc";
+import { clientsOf, eventWriter, rpcOptions, startEventRelay, startRpcServer } from "@funil/rpc";
 import { startTracing, stopTracing, tracingOn } from "@funil/telemetry";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
 import { type GatewayConfig, serviceUrl } from "./config.js";
 import type { ServiceClients } from "./context.js";
 import { keyResolver } from "./key-cache.js";
-import { keyStore } from "./store/keys.js";
+import { keyChangeJson, workspaceJson } from "./schemas/admin.js";
+import { type KeyChange, keyStore, type WorkspaceChange } from "./store/keys.js";
 
 const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
+
+/** The store of workspaces and keys, writing the events of its changes into the gateway's outbox. */
+export function keyStoreOf(sql: Sql, names: Naming) {
+  const emit = eventWriter(names);
+  return keyStore(sql, {
+    workspace: changeEmitter<WorkspaceChange>(emit, workspaceJson, (w) => w.updatedAt),
+    key: changeEmitter<KeyChange>(emit, keyChangeJson, (k) => k.updatedAt),
+  });
+}
 
 /** Starts the public HTTP app and the internal Auth service; stop() drains both. */
 export async function startGateway(config: GatewayConfig, clock: Clock = systemClock) {
@@ -26,7 +37,11 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
   });
   await migrate(sql, migrations);
   const redis = openRedis(config.REDIS_URL, log, "rate limit and key cache run locally");
-  const store = keyStore(sql);
+  // The gateway writes the events of its own changes (workspaces, API keys) like every service: through its
+  // outbox, published by its relay onto the EVENTS stream the services create (docs/api/events.md).
+  const nc = await connectBus(config.NATS_URL, "gateway");
+  const store = keyStoreOf(sql, names);
+  const { relay } = startEventRelay({ sql, nc, log, names, name: "gateway" });
   const keys = keyResolver({
     store,
     ttlMs: config.KEY_CACHE_TTL_MS,
@@ -70,6 +85,8 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
       await keys.close();
       redis.removeAllListeners("close");
       redis.disconnect();
+      await relay.stop();
+      await nc.drain();
       await sql.end({ timeout: 5 });
       await stopTracing();
     },

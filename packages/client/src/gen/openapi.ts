@@ -1666,7 +1666,7 @@ export interface components {
             id: string;
             type: string;
             /** @enum {string} */
-            entity: "contact" | "opportunity" | "task" | "note" | "pipeline" | "meeting" | "webhook" | "custom_field" | "member" | "calendar";
+            entity: "contact" | "opportunity" | "task" | "note" | "pipeline" | "meeting" | "webhook" | "custom_field" | "member" | "calendar" | "workspace" | "api_key";
             entityId: string;
             actor: components["schemas"]["AuditActor"];
             requestId: string | null;
@@ -8913,7 +8913,7 @@ export interface operations {
     listAuditEntries: {
         parameters: {
             query?: {
-                entity?: "contact" | "opportunity" | "task" | "note" | "pipeline" | "meeting" | "webhook" | "custom_field" | "member" | "calendar";
+                entity?: "contact" | "opportunity" | "task" | "note" | "pipeline" | "meeting" | "webhook" | "custom_field" | "member" | "calendar" | "workspace" | "api_key";
                 id?: string;
                 after?: string;
                 cursor?: string;

@@ -1,4 +1,5 @@
 import type { z } from "@funil/schemas";
+import { apiKeyChange, workspace } from "../schemas/admin.js";
 import { calendar, customField, deal, member, note, pipeline, task, webhook } from "../schemas/responses.js";
 import { deliveryPayload, EVENT_CATALOG } from "./catalog.js";
 
@@ -29,6 +30,23 @@ const INTERNAL: Array<Omit<DomainEvent, "scope">> = [
   { type: "member.updated", description: "a member is changed or deactivated (admin API)", data: member },
   { type: "custom_field.created", description: "a custom field is defined (admin API)", data: customField },
   { type: "calendar.created", description: "a calendar is created (admin API)", data: calendar },
+  { type: "workspace.created", description: "a workspace is created (admin API)", data: workspace },
+  {
+    type: "workspace.updated",
+    description: "a workspace is renamed or its operator flag changed (admin API)",
+    data: workspace,
+  },
+  {
+    type: "api_key.created",
+    description: "an API key is created (admin API; the key as listed, never its secret or hash)",
+    data: apiKeyChange,
+  },
+  {
+    type: "api_key.updated",
+    description: "an API key's scopes are replaced (admin API)",
+    data: apiKeyChange,
+  },
+  { type: "api_key.revoked", description: "an API key is revoked (admin API)", data: apiKeyChange },
   {
     type: "webhook.created",
     description: "POST /webhooks (the subscription, never its secret)",

@@ -1,7 +1,7 @@
 import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
 import { systemClock as clock, naming } from "@funil/config";
-import { migrate, openDatabase, type Sql } from "@funil/db";
+import { migrate, openDatabase, type Sql, SYSTEM } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
@@ -9,7 +9,8 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyResolver, keyResolver } from "../key-cache.js";
 import { generateKey, hashKey } from "../keys.js";
-import { type KeyStore, keyStore } from "../store/keys.js";
+import { keyStoreOf } from "../server.js";
+import type { KeyStore } from "../store/keys.js";
 import { authPlugin } from "./auth.js";
 import { errorsPlugin } from "./errors.js";
 
@@ -47,7 +48,7 @@ beforeAll(async () => {
     names.database("gateway"),
   );
   await migrate(sql, fileURLToPath(new URL("../../migrations", import.meta.url)));
-  store = keyStore(sql);
+  store = keyStoreOf(sql, names);
   redis = openRedis(
     process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
     pino({ level: "silent" }),
@@ -65,12 +66,13 @@ afterAll(async () => {
 
 /** A workspace and a key with these scopes; the plain key is what a client sends. */
 async function newKey(scopes: string[], operator = false) {
-  const ws = await store.createWorkspace("Acme", operator, clock.now());
+  const ws = await store.createWorkspace("Acme", operator, clock.now(), SYSTEM);
   const secret = generateKey();
   const key = await store.createKey(
     ws.id,
     { name: "test", prefix: secret.slice(0, 8), hash: hashKey(secret), scopes },
     clock.now(),
+    SYSTEM,
   );
   return { secret, keyId: key.id, workspaceId: ws.id };
 }
@@ -161,7 +163,7 @@ describe("the key cache across gateway copies (docs/api/conventions.md §Authent
     expect((await call(a.app, "/contacts", bearer(secret))).statusCode).toBe(200);
     expect((await call(b.app, "/contacts", bearer(secret))).statusCode).toBe(200);
     // Revoked in the database only: both copies still answer from their caches (30 s).
-    await store.revoke(keyId, clock.now());
+    await store.revoke(keyId, clock.now(), SYSTEM);
     expect((await call(b.app, "/contacts", bearer(secret))).statusCode).toBe(200);
     // Announced by copy a, as the admin API does: copy b drops it too.
     await a.keys.invalidate(keyId);
@@ -178,7 +180,7 @@ describe("the key cache across gateway copies (docs/api/conventions.md §Authent
     const [a, b] = [await gatewayCopy(), await gatewayCopy()];
     const { secret, keyId } = await newKey(["contacts.read"]);
     expect((await call(b.app, "/contacts", bearer(secret))).statusCode).toBe(200);
-    await store.setScopes(keyId, ["opportunities.read"], clock.now());
+    await store.setScopes(keyId, ["opportunities.read"], clock.now(), SYSTEM);
     await a.keys.invalidate(keyId);
     let status = 200;
     for (let i = 0; i < 50 && status === 200; i++) {
@@ -192,7 +194,7 @@ describe("the key cache across gateway copies (docs/api/conventions.md §Authent
     const { app } = await gatewayCopy(200);
     const { secret, keyId } = await newKey(["contacts.read"]);
     expect((await call(app, "/contacts", bearer(secret))).statusCode).toBe(200);
-    await store.revoke(keyId, clock.now());
+    await store.revoke(keyId, clock.now(), SYSTEM);
     expect((await call(app, "/contacts", bearer(secret))).statusCode).toBe(200);
     await sleep(250);
     expect((await call(app, "/contacts", bearer(secret))).statusCode).toBe(401);

@@ -2,31 +2,15 @@ import { notFound } from "@funil/errors";
 import { z } from "@funil/schemas";
 import type { GatewayContext } from "../../context.js";
 import { generateKey, hashKey, SCOPES } from "../../keys.js";
-import type { KeyRecord } from "../../store/keys.js";
+import { requestOrigin } from "../../origin.js";
+import { apiKey, keyJson } from "../../schemas/admin.js";
 import { type AdminApp, errors, mustWorkspace, wsParam } from "./common.js";
 
-const apiKey = z.object({
-  id: z.string(),
-  workspaceId: z.string(),
-  name: z.string(),
-  scopes: z.array(z.string()),
-  prefix: z.string(),
-  createdAt: z.string(),
-});
 const scopes = z
   .array(z.enum(SCOPES))
   .max(SCOPES.length)
   .transform((s) => [...new Set(s)]);
 const keyParam = z.strictObject({ id: z.string().min(1).max(100) });
-
-const keyJson = (k: KeyRecord) => ({
-  id: k.id,
-  workspaceId: k.workspaceId,
-  name: k.name,
-  scopes: k.scopes,
-  prefix: k.prefix,
-  createdAt: k.createdAt.toISOString(),
-});
 
 /**
  * API keys: created with their scopes (the secret shown once), rescoped, revoked. A change reaches
@@ -51,6 +35,7 @@ export function keyRoutes(app: AdminApp, ctx: GatewayContext) {
         req.params.ws,
         { name: req.body.name, scopes: req.body.scopes, prefix: secret.slice(0, 8), hash: hashKey(secret) },
         ctx.clock.now(),
+        requestOrigin(req),
       );
       return reply.code(201).send({ key: keyJson(key), secret });
     },
@@ -68,7 +53,12 @@ export function keyRoutes(app: AdminApp, ctx: GatewayContext) {
       },
     },
     async (req) => {
-      const key = await ctx.keyStore.setScopes(req.params.id, req.body.scopes, ctx.clock.now());
+      const key = await ctx.keyStore.setScopes(
+        req.params.id,
+        req.body.scopes,
+        ctx.clock.now(),
+        requestOrigin(req),
+      );
       if (!key) throw notFound("active key");
       await ctx.keys.invalidate(key.id);
       return keyJson(key);
@@ -86,7 +76,7 @@ export function keyRoutes(app: AdminApp, ctx: GatewayContext) {
       },
     },
     async (req, reply) => {
-      const revoked = await ctx.keyStore.revoke(req.params.id, ctx.clock.now());
+      const revoked = await ctx.keyStore.revoke(req.params.id, ctx.clock.now(), requestOrigin(req));
       if (!revoked) throw notFound("key");
       await ctx.keys.invalidate(req.params.id);
       return reply.code(204).send(null);

@@ -1,17 +1,10 @@
 import { z } from "@funil/schemas";
 import type { GatewayContext } from "../../context.js";
+import { requestOrigin } from "../../origin.js";
+import { workspace, workspaceJson } from "../../schemas/admin.js";
 import { page } from "../../schemas/responses.js";
-import type { WorkspaceRecord } from "../../store/keys.js";
 import { pageOf, wholeListQuery } from "../v1/whole-list.js";
 import { type AdminApp, errors, mustWorkspace, wsParam } from "./common.js";
-
-const workspace = z.object({
-  id: z.string(),
-  name: z.string(),
-  operator: z.boolean(),
-  createdAt: z.string(),
-});
-const workspaceJson = (w: WorkspaceRecord) => ({ ...w, createdAt: w.createdAt.toISOString() });
 
 /** POST, GET and PATCH of workspaces: the tenants of the installation and their operator flag. */
 export function workspaceRoutes(app: AdminApp, ctx: GatewayContext) {
@@ -26,7 +19,12 @@ export function workspaceRoutes(app: AdminApp, ctx: GatewayContext) {
       },
     },
     async (req, reply) => {
-      const ws = await ctx.keyStore.createWorkspace(req.body.name, req.body.operator, ctx.clock.now());
+      const ws = await ctx.keyStore.createWorkspace(
+        req.body.name,
+        req.body.operator,
+        ctx.clock.now(),
+        requestOrigin(req),
+      );
       return reply.code(201).send(workspaceJson(ws));
     },
   );
@@ -66,7 +64,12 @@ export function workspaceRoutes(app: AdminApp, ctx: GatewayContext) {
       },
     },
     async (req) => {
-      const ws = await ctx.keyStore.updateWorkspace(req.params.ws, req.body, ctx.clock.now());
+      const ws = await ctx.keyStore.updateWorkspace(
+        req.params.ws,
+        req.body,
+        ctx.clock.now(),
+        requestOrigin(req),
+      );
       if (!ws) await mustWorkspace(ctx, req.params.ws);
       // The operator flag is part of every cached caller of this workspace.
       await ctx.keys.invalidateWorkspace(req.params.ws);
