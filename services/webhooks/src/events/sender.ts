@@ -312,11 +312,13 @@ function signedPoster(deps: SenderDeps) {
 /**
  * One attempt: checked (ready), then POSTed in a slot of its subscription,
  * then recorded. The slot is held for the POST only, so the reads, key
- * checks and records of a fast receiver's attempts do not take slots; an
- * attempt that waited for its slot longer than RECHECK_MS (its receiver is
- * slow) is checked again in the slot, so nothing that changed while it
- * waited is missed. `read`, `readAt`: the delivery as its job read it, and
- * when (performance.now()).
+ * checks and records of a fast receiver's attempts do not take slots. The
+ * delivery a POST sends was read at most RECHECK_MS before it: one read
+ * longer ago (its key check was slow, or its receiver kept the slot busy)
+ * is checked again in the slot, so nothing that changed meanwhile is missed,
+ * an erasure's redacted body included (docs/api/contacts.md §POST
+ * /contacts/{id}/erase). `read`, `readAt`: the delivery as its job read it,
+ * and when (performance.now()).
  */
 function attempter(s: Sender, g: Gatherers) {
   const ready = readiness(s, g.readDue);
@@ -329,18 +331,16 @@ function attempter(s: Sender, g: Gatherers) {
     read: DueDelivery | Outcome,
     readAt: number,
   ): Promise<Outcome> {
-    let delivery = await ready(
-      jobId,
-      deliveryId,
-      performance.now() - readAt <= RECHECK_MS ? read : undefined,
-    );
+    const recent = performance.now() - readAt <= RECHECK_MS;
+    // When the delivery was read: by its job, or by ready() now (a time taken before the read: never later).
+    const readSince = recent ? readAt : performance.now();
+    let delivery = await ready(jobId, deliveryId, recent ? read : undefined);
     if ("final" in delivery) return delivery;
-    const asked = performance.now();
     const release = await s.limits.acquire(subscriptionId);
     let result: AttemptResult;
     const log: AttemptLog = { at: new Date(0), durationMs: 0 };
     try {
-      if (performance.now() - asked > RECHECK_MS) {
+      if (performance.now() - readSince > RECHECK_MS) {
         delivery = await ready(jobId, deliveryId);
         if ("final" in delivery) return delivery;
       }
