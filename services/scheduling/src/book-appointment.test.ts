@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { crmDirectory } from "./crm.js";
 import { routes } from "./rpc/routes.js";
 import { migrations, schedulingDeps } from "./server.js";
+import { erasureStore } from "./store/erasures.js";
 
 /**
  * The booking use case (book-appointment.ts) in-process, like crm's handler tests: scheduling's
@@ -302,6 +303,46 @@ describe("crm unavailable (docs/api/conventions.md §Outages and retries)", () =
     expect(await w.listed()).toHaveLength(0);
     const retried = await scheduling.appointments.createAppointment(keyed);
     expect(retried.appointment).toMatchObject({ status: "scheduled", contactName: "Ana" });
+  });
+});
+
+describe("a contact erased after crm answered for it (docs/api/contacts.md §POST /contacts/{id}/erase)", () => {
+  it("docs/api/contacts.md §POST /contacts/{id}/erase: once scheduling applied the erasure, a booking whose crm check still found the contact is 422 invalid_reference on contactId, under a key too (remembered); nothing is booked", async () => {
+    const w = await workspace();
+    await scheduling.appointments.createAppointment({
+      workspaceId: w.workspaceId,
+      input: { ...w.input("09:00"), title: "Demo for Ana" },
+    });
+    // crm is not told: it still answers for the contact, as it did for a booking just before its erasure.
+    const erased = await erasureStore(sql).erase({
+      eventId: `evt_${w.workspaceId}`,
+      workspaceId: w.workspaceId,
+      contactId: w.contactId,
+      erasedAt: now,
+    });
+    expect(erased).toBe(true);
+    const atCrm = await crm().contacts.getContact({ workspaceId: w.workspaceId, id: w.contactId });
+    expect(atCrm.contact?.name).toBe("Ana");
+
+    const refused = {
+      code: "invalid_reference",
+      status: 422,
+      details: [{ path: "contactId", message: `no contact ${w.contactId} in this workspace` }],
+    };
+    const book = (idempotencyKey?: string) =>
+      caught(
+        scheduling.appointments.createAppointment({
+          workspaceId: w.workspaceId,
+          input: { ...w.input("10:00"), title: "Demo for Ana" },
+          idempotencyKey,
+        }),
+      );
+    expect(await book()).toMatchObject(refused);
+    expect(await book("k-erased")).toMatchObject(refused);
+    expect(await book("k-erased")).toMatchObject({ ...refused, replayed: true });
+    const rows = await sql`
+      select contact_name, title from appointments where workspace_id = ${w.workspaceId}`;
+    expect(rows).toEqual([{ contactName: null, title: null }]);
   });
 });
 

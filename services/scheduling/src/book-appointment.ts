@@ -2,7 +2,7 @@ import type { Clock } from "@funil/config";
 import { type IdempotencyRequest, idempotencyKeyInUse, type Origin, rememberedFailure } from "@funil/db";
 import { type ErrorDetail, fail, invalidReference } from "@funil/errors";
 import { type createAppointmentBody, instant, type z } from "@funil/schemas";
-import type { AppointmentRecord, BookingDraft } from "./booking.js";
+import { type AppointmentRecord, type BookingDraft, noContact } from "./booking.js";
 import type { CrmDirectory } from "./crm.js";
 import { appointmentWire } from "./rpc/wire.js";
 import { placeOnGrid, type Slot } from "./slots.js";
@@ -59,8 +59,7 @@ function mustHoldReferences(
   const problems: ErrorDetail[] = [];
   if (!found.calendar.assigneeUserIds.includes(body.assigneeUserId))
     problems.push({ path: "assigneeUserId", message: "not an assignee of this calendar" });
-  if (!found.contact)
-    problems.push({ path: "contactId", message: `no contact ${body.contactId} in this workspace` });
+  if (!found.contact) problems.push(noContact(body.contactId));
   if (!found.opportunityFound)
     problems.push({
       path: "opportunityId",

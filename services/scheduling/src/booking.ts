@@ -1,4 +1,4 @@
-import { fail } from "@funil/errors";
+import { type ErrorDetail, fail } from "@funil/errors";
 import type { LocalDay } from "./local-time.js";
 
 export type AppointmentStatus = "scheduled" | "canceled";
@@ -75,6 +75,15 @@ export function checkAssignee(calendar: { assigneeUserIds: string[] }, assigneeU
       { path: "assigneeUserId", message: "not an assignee of this calendar" },
     ]);
 }
+
+/**
+ * A contact crm does not have in the workspace (docs/api/meetings.md §POST /appointments: 422
+ * invalid_reference), or one scheduling knows erased though crm's answer came before (store/erasures.ts).
+ */
+export const noContact = (contactId: string): ErrorDetail => ({
+  path: "contactId",
+  message: `no contact ${contactId} in this workspace`,
+});
 
 /** Reschedule and outcome need a meeting that still stands (docs/api/meetings.md §POST /appointments/{id}/reschedule, §POST /appointments/{id}/outcome: 409 on a canceled meeting). */
 export function mustBeScheduled(a: AppointmentRecord, action: string): void {

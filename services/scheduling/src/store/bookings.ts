@@ -9,6 +9,7 @@ import {
   withIdempotency,
 } from "@funil/db";
 import { type AppointmentRecord, type BookingDraft, CREATED_BY_SOURCE } from "../booking.js";
+import { mustNotBeErased } from "./erasures.js";
 import { addToDay, type EmitMeetingEvent, mapBookingError } from "./rows.js";
 
 /** A booking request after its checks: the draft to book, or the failure a key remembers instead. */
@@ -104,7 +105,10 @@ async function insertMeeting(
   return meeting;
 }
 
-/** Books a checked draft in `tx`: only SQL, nothing that leaves the process. */
+/**
+ * Books a checked draft in `tx`: only SQL, nothing that leaves the process. The contact's erasure and
+ * its booking take turns (mustNotBeErased): the name crm gave never outlives the erasure.
+ */
 async function bookIn(
   tx: TransactionSql,
   emit: EmitMeetingEvent,
@@ -113,6 +117,7 @@ async function bookIn(
   now: Date,
   by: Origin,
 ) {
+  await mustNotBeErased(tx, workspaceId, d.contactId);
   // Two bookings of one contact may pick the same noshow: the unique index lets one have it, the
   // other looks again once the first has committed (in a savepoint, needed only then).
   for (let attempt = 0; ; attempt++) {
