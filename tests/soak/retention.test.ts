@@ -28,6 +28,14 @@ const WEBHOOKS_KEPT_MS = LONG ? 90_000 : 3_000;
 const WEBHOOKS_KEPT_DAYS = String(WEBHOOKS_KEPT_MS / 86_400_000);
 const SWEEP_MS = LONG ? 10_000 : 500;
 const SAMPLE_MS = LONG ? 10_000 : 1_000;
+/**
+ * The long run writes at most this many contacts a second (SOAK_RATE), under what one subscription's
+ * deliveries keep up with on a shared 2-core machine: what it measures is retention, not how far the sender
+ * falls behind when the machine is busy (a backlog of pending deliveries, not swept, would leave the
+ * deliveries that are over low while it lasts and make them climb as it drains). The short run writes
+ * as fast as it can.
+ */
+const RATE = Number(process.env.SOAK_RATE ?? 25);
 
 const ENV = `${process.env.FUNIL_TEST_ENV ?? "test"}_soak`;
 const names = naming(ENV);
@@ -79,8 +87,10 @@ const database = (service: string) =>
 
 /**
  * Rows in every service's inbox, messages in every stream, and the webhooks service's rows, now. Deliveries
- * still pending are left out: retention lets go of the ones that are over, never of one still to be sent
- * (docs/operations.md §Retention), and how many wait depends on how fast the receiver is reached.
+ * still pending are counted apart (`pending`, not one of the sizes that must level off): retention lets go
+ * of the ones that are over, never of one still to be sent (docs/operations.md §Retention), and how many
+ * wait depends on how fast the receiver is reached: one subscription's POSTs in flight are bounded, and
+ * this receiver shares its process with the writes.
  */
 async function sizes() {
   let inbox = 0;
@@ -97,9 +107,10 @@ async function sizes() {
   for (const stream of STREAMS) messages += (await jsm.streams.info(names.stream(stream))).state.messages;
   const db = database("webhooks");
   try {
-    const [rows] = await db<{ deliveries: number; attempts: number; events: number }[]>`
-      select (select count(*)::int from deliveries where status <> 'pending') as deliveries, (select count(*)::int from attempts) as attempts,
-        (select count(*)::int from event_log) as events`;
+    const [rows] = await db<{ deliveries: number; pending: number; attempts: number; events: number }[]>`
+      select (select count(*)::int from deliveries where status <> 'pending') as deliveries,
+        (select count(*)::int from deliveries where status = 'pending') as pending,
+        (select count(*)::int from attempts) as attempts, (select count(*)::int from event_log) as events`;
     return { inbox, messages, ...rows! };
   } finally {
     await db.end();
@@ -132,7 +143,7 @@ describe("retention: what the stack keeps levels off (docs/operations.md §Reten
       expect(hook.status).toBe(201);
 
       let written = 0;
-      const samples: Array<{ at: number; written: number } & Record<Size, number>> = [];
+      const samples: Array<{ at: number; written: number; pending: number } & Record<Size, number>> = [];
       const started = Date.now();
       let nextSample = started + SAMPLE_MS;
       while (Date.now() - started < WRITE_MS) {
@@ -147,6 +158,8 @@ describe("retention: what the stack keeps levels off (docs/operations.md §Reten
           ),
         );
         for (const a of answers) expect(a.status).toBe(201);
+        const due = started + (written / RATE) * 1000;
+        if (LONG && Date.now() < due) await new Promise((r) => setTimeout(r, due - Date.now()));
         if (Date.now() >= nextSample) {
           samples.push({ at: Date.now() - started, written, ...(await sizes()) });
           nextSample += SAMPLE_MS;
@@ -172,12 +185,27 @@ describe("retention: what the stack keeps levels off (docs/operations.md §Reten
       }
 
       // Once the writes stop, everything goes within a retention and a sweep.
+      // In the short run a job waits longer behind the writes than its stream's 2 s keeps it, so deliveries
+      // still pending when their job is dropped stay pending (WEBHOOK_JOBS_MAX_AGE_MS must outlive the
+      // sender's backlog and retry schedule, docs/operations.md §Retention); the paced long run has no such
+      // backlog, and its pending deliveries must be sent and go too.
+      const left = async () => {
+        const { pending, ...rest } = await sizes();
+        return LONG ? { ...rest, pending } : rest;
+      };
       await expect
-        .poll(sizes, {
+        .poll(left, {
           timeout: 3 * Math.max(STREAM_AGE_MS, INBOX_MS, WEBHOOKS_KEPT_MS) + 4 * SWEEP_MS + 10_000,
           interval: 250,
         })
-        .toEqual({ inbox: 0, messages: 0, deliveries: 0, attempts: 0, events: 0 });
+        .toEqual({
+          inbox: 0,
+          messages: 0,
+          deliveries: 0,
+          attempts: 0,
+          events: 0,
+          ...(LONG ? { pending: 0 } : {}),
+        });
     },
     WRITE_MS + 180_000,
   );
