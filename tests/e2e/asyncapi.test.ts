@@ -144,7 +144,14 @@ async function everyEvent() {
   const erased = await contact(ws);
   expect((await ws.call("POST", `/contacts/${erased.id}/erase`)).status).toBe(200);
   await adminChanges(author.id);
-  return sub.body.subscription.id as string;
+  // A delivery of the subscription sent again: webhook.resent.
+  const id = sub.body.subscription.id as string;
+  const delivered = await waitFor(async () => {
+    const list = (await ws.call("GET", `/webhooks/${id}/deliveries`)).body.data as Json[];
+    return list.find((d) => d.status === "delivered");
+  }, 20_000);
+  expect((await ws.call("POST", `/webhooks/${id}/deliveries/${delivered.id}/resend`)).status).toBe(202);
+  return id;
 }
 
 /** The internal events of the admin API's changes (the gateway's own included) and of a subscription's life (docs/api/events.md §Every event type). */

@@ -84,6 +84,20 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
       rx.at(p).at(-1)!.status === 200 && rx.at(p).length >= before.length + 3 ? true : undefined,
     );
     expect(rx.at(p).at(-1)!.raw).toBe(before[0]!.raw);
+
+    // docs/api/events.md §Who made a change: each resend that put the delivery back in line is in the audit,
+    // with its key and request; the refused one (409) is not.
+    const resends = await waitFor(async () => {
+      const log = (await ws.call("GET", `/audit?entity=webhook&id=${subscription.id}`)).body.data;
+      const found = log.filter((e: { type: string }) => e.type === "webhook.resent");
+      return found.length >= 2 ? found : undefined;
+    });
+    expect(resends.map((e: { requestId: string }) => e.requestId)).toEqual([
+      resent.headers.get("x-request-id"),
+      again.headers.get("x-request-id"),
+    ]);
+    for (const e of resends)
+      expect(e).toMatchObject({ actor: { type: "key", id: ws.keyId }, changes: ["deliveryIds"] });
   });
 
   it("recover: every dead delivery since a time is sent again, once; delivered and earlier ones are left alone", async () => {
@@ -103,6 +117,15 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
     const res = await ws.call("POST", `/webhooks/${subscription.id}/recover`, { since });
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     expect(res.body).toEqual({ queued: 3, notQueued: 0, nextSince: null });
+    const recovered = await waitFor(async () => {
+      const log = (await ws.call("GET", `/audit?entity=webhook&id=${subscription.id}`)).body.data;
+      return log.find((e: { type: string }) => e.type === "webhook.resent");
+    });
+    expect(recovered).toMatchObject({
+      actor: { type: "key", id: ws.keyId },
+      requestId: res.headers.get("x-request-id"),
+      changes: ["deliveryIds"],
+    });
     await settled(subscription.id, 4, "delivered");
     const after = rx.at(p).slice(sentBefore);
     expect(after.map((r) => r.headers["x-funil-delivery"]).sort()).toEqual(

@@ -16,7 +16,7 @@ import { attemptStore } from "./store/attempts.js";
 import { deliveryStore } from "./store/deliveries.js";
 import { erasureStore } from "./store/erasures.js";
 import { eventLogStore } from "./store/event-log.js";
-import { resendStore } from "./store/resend.js";
+import { type EmitResent, type Resent, resendStore } from "./store/resend.js";
 import { type EmitSubscriptionEvent, subscriptionStore } from "./store/subscriptions.js";
 
 export const migrations = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -27,6 +27,14 @@ export const migrations = fileURLToPath(new URL("../migrations", import.meta.url
  */
 export const subscriptionEvents = (emit: Infra["emit"]): EmitSubscriptionEvent =>
   changeEmitter(emit, subscriptionWire.json, (s) => s.updatedAt);
+
+/** A resend's or a recover's internal event: the subscription's id and the deliveries put back in line. */
+export const resentEvents = (emit: Infra["emit"]): EmitResent =>
+  changeEmitter(
+    emit,
+    (r: Resent) => ({ id: r.id, deliveryIds: r.deliveryIds }),
+    (r) => r.updatedAt,
+  );
 
 /** The stores and collaborators of the handlers, on one database. */
 export function webhookDeps(
@@ -39,7 +47,7 @@ export function webhookDeps(
     sql: infra.sql,
     subscriptions: subscriptionStore(infra.sql, subscriptionEvents(infra.emit)),
     deliveries: deliveryStore(infra.sql, subject, subscriptionEvents(infra.emit)),
-    resends: resendStore(infra.sql, subject),
+    resends: resendStore(infra.sql, subject, resentEvents(infra.emit)),
     attempts: attemptStore(infra.sql),
     events: eventLogStore(infra.sql),
     loggedUpTo: loggedUpTo(infra.nc, infra.names),

@@ -1,4 +1,4 @@
-import type { z } from "@funil/schemas";
+import { z } from "@funil/schemas";
 import { apiKeyChange, workspace } from "../schemas/admin.js";
 import { calendar, customField, deal, member, note, pipeline, task, webhook } from "../schemas/responses.js";
 import { deliveryPayload, EVENT_CATALOG } from "./catalog.js";
@@ -61,6 +61,12 @@ const INTERNAL: Array<Omit<DomainEvent, "scope">> = [
     type: "webhook.deleted",
     description: "DELETE /webhooks/{id} (the subscription as it was)",
     data: webhook,
+  },
+  {
+    type: "webhook.resent",
+    description:
+      "POST /webhooks/{id}/deliveries/{deliveryId}/resend or POST /webhooks/{id}/recover put deliveries back in line (the subscription's id and the deliveries' ids)",
+    data: z.object({ id: z.string(), deliveryIds: z.array(z.string()) }),
   },
   {
     type: "webhook.secret_rotated",

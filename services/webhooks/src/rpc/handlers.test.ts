@@ -2,12 +2,12 @@ import { randomBytes } from "node:crypto";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { naming } from "@funil/config";
 import { AuthService, WebhookService } from "@funil/contracts";
-import { migrate, openDatabase, type Sql, writeEvent } from "@funil/db";
+import { type EventInput, migrate, openDatabase, type Sql, type TransactionSql, writeEvent } from "@funil/db";
 import { describeError, errorInterceptor } from "@funil/rpc";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretBox } from "../secrets.js";
-import { migrations, subscriptionEvents } from "../server.js";
+import { migrations, resentEvents, subscriptionEvents } from "../server.js";
 import { attemptStore } from "../store/attempts.js";
 import { deliveryStore } from "../store/deliveries.js";
 import { eventLogStore } from "../store/event-log.js";
@@ -45,15 +45,16 @@ beforeAll(async () => {
     ),
   );
   // A subscription's events go to the outbox, as the service's do.
-  const events = subscriptionEvents(async (tx, e) => {
+  const emit = async (tx: TransactionSql, e: EventInput) => {
     await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
-  });
+  };
+  const events = subscriptionEvents(emit);
   const transport = createRouterTransport(
     routes({
       sql,
       subscriptions: subscriptionStore(sql, events),
       deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), events),
-      resends: resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`)),
+      resends: resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), resentEvents(emit)),
       attempts: attemptStore(sql),
       events: eventLogStore(sql),
       loggedUpTo: async () => Number.MAX_SAFE_INTEGER,

@@ -216,12 +216,15 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       return { data: rows.map((d) => deliveryWire.proto(d)) };
     },
 
-    async resendDelivery(req) {
+    async resendDelivery(req, ctx) {
       const { id, deliveryId } = check(deliveryParams, { id: req.id, deliveryId: req.deliveryId }, "path");
       const sub = await found(req.workspaceId, id);
       if (!(await deps.resends.one(sub.id, deliveryId))) throw notFound("webhook delivery");
       await foundActive(req.workspaceId, id);
-      const delivery = await deps.resends.resend(sub.id, deliveryId, clock.now());
+      const delivery = await deps.resends.resend(sub.id, deliveryId, clock.now(), {
+        workspaceId: req.workspaceId,
+        by: originOf(ctx.requestHeader),
+      });
       if (delivery === undefined) throw notFound("webhook delivery");
       if (delivery === "pending")
         throw fail("conflict", "the delivery is pending: its next attempt is queued already");
@@ -238,12 +241,15 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       return listPage(attemptList(sub.id, deps.attempts), req.workspaceId, query);
     },
 
-    async recoverDeliveries(req) {
+    async recoverDeliveries(req, ctx) {
       const body = check(recoverBody, { since: req.since, until: req.until }, "body");
       const sub = await foundActive(req.workspaceId, id(req.id));
       const now = clock.now();
       const until = body.until ? new Date(body.until) : now;
-      const done = await deps.resends.recover(sub.id, new Date(body.since), until, now, RECOVER_LIMIT);
+      const done = await deps.resends.recover(sub.id, new Date(body.since), until, now, RECOVER_LIMIT, {
+        workspaceId: req.workspaceId,
+        by: originOf(ctx.requestHeader),
+      });
       return { queued: done.queued, notQueued: done.notQueued, nextSince: done.nextSince?.toISOString() };
     },
 

@@ -1,7 +1,15 @@
 import { naming } from "@funil/config";
-import { migrate, openDatabase, type Sql, SYSTEM, writeEvent } from "@funil/db";
+import {
+  type EventInput,
+  migrate,
+  openDatabase,
+  type Sql,
+  SYSTEM,
+  type TransactionSql,
+  writeEvent,
+} from "@funil/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrations, subscriptionEvents } from "../server.js";
+import { migrations, resentEvents, subscriptionEvents } from "../server.js";
 import { attemptStore } from "./attempts.js";
 import { deliveryStore } from "./deliveries.js";
 import { resendStore } from "./resend.js";
@@ -14,10 +22,13 @@ let store: ReturnType<typeof deliveryStore>;
 let resends: ReturnType<typeof resendStore>;
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
 /** A subscription's events go to the outbox, as the service's do. */
-const events = subscriptionEvents(async (tx, e) => {
+const emit = async (tx: TransactionSql, e: EventInput) => {
   await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
-});
+};
+const events = subscriptionEvents(emit);
 const subscriptionsOf = (sql: Sql) => subscriptionStore(sql, events);
+/** Who asks for the resends and recovers of these tests: the system, for a workspace of its own. */
+const ASKER = { workspaceId: "ws_resends", by: SYSTEM };
 
 beforeAll(async () => {
   sql = await openDatabase(
@@ -26,7 +37,7 @@ beforeAll(async () => {
   );
   await migrate(sql, migrations);
   store = deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), events);
-  resends = resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`));
+  resends = resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), resentEvents(emit));
 });
 afterAll(async () => {
   await sql?.end({ timeout: 5 });
@@ -117,12 +128,12 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
 
   it("recover is bounded per call: what it left is counted, and the next call from nextSince queues it, never twice", async () => {
     const subscriptionId = await deadDeliveries(5);
-    const first = await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 2);
+    const first = await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 2, ASKER);
     expect(first).toEqual({ queued: 2, notQueued: 3, nextSince: at(2_002) });
-    const second = await resends.recover(subscriptionId, first.nextSince!, at(60_000), at(70_000), 2);
+    const second = await resends.recover(subscriptionId, first.nextSince!, at(60_000), at(70_000), 2, ASKER);
     expect(second).toEqual({ queued: 2, notQueued: 1, nextSince: at(2_004) });
     // The same window again: the ones queued are pending, not queued a second time.
-    expect(await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toEqual({
+    expect(await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 10, ASKER)).toEqual({
       queued: 1,
       notQueued: 0,
       nextSince: null,
@@ -141,20 +152,20 @@ describe("resend and recover (docs/api/webhooks.md §Resend and recover)", () =>
       { id: string }[]
     >`select id from deliveries where subscription_id = ${subscriptionId}`;
     const id = row!.id;
-    const resent = await resends.resend(subscriptionId, id, at(80_000));
+    const resent = await resends.resend(subscriptionId, id, at(80_000), ASKER);
     expect(resent).toMatchObject({ id, status: "pending", attempts: 6 });
     const [due] = await store.readDue([id], at(80_000), 1_000);
     expect(due).toMatchObject({ id, retryFrom: 6, queuedJob: expect.stringMatching(/^job_/) });
     // Pending already: a second resend queues nothing.
-    expect(await resends.resend(subscriptionId, id, at(80_001))).toBe("pending");
+    expect(await resends.resend(subscriptionId, id, at(80_001), ASKER)).toBe("pending");
     // Not the subscription's: nothing.
-    expect(await resends.resend("wh_other", id, at(80_002))).toBeUndefined();
+    expect(await resends.resend("wh_other", id, at(80_002), ASKER)).toBeUndefined();
   });
 
   it("a subscription that is not active gets nothing queued", async () => {
     const subscriptionId = await deadDeliveries(2);
     await sql`update subscriptions set active = false where id = ${subscriptionId}`;
-    expect(await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 10)).toMatchObject({
+    expect(await resends.recover(subscriptionId, at(0), at(60_000), at(70_000), 10, ASKER)).toMatchObject({
       queued: 0,
     });
   });

@@ -1,4 +1,4 @@
-import { type Sql, writeMessage } from "@funil/db";
+import { type EmitChange, type Origin, type Sql, writeMessage } from "@funil/db";
 import { type DeliveryRecord, jobsOf } from "./deliveries.js";
 
 /** What a recover did: deliveries queued, and those of the window left for another call (from nextSince). */
@@ -6,6 +6,26 @@ export interface Recovered {
   queued: number;
   notQueued: number;
   nextSince: Date | null;
+}
+
+/** Deliveries of a subscription put back in line, as their internal event carries them. */
+export interface Resent {
+  /** The subscription's id: the audit lists the event under it (entity `webhook`). */
+  id: string;
+  workspaceId: string;
+  deliveryIds: string[];
+  updatedAt: Date;
+}
+/**
+ * `webhook.resent` (docs/api/events.md §Every event type): a resend or a recover that put deliveries back in
+ * line, with who asked, so that GET /audit lists it with the subscription's other changes.
+ */
+export type EmitResent = EmitChange<"webhook.resent", Resent>;
+
+/** Who asks for a resend or a recover: the workspace of the subscription and the caller. */
+export interface Asker {
+  workspaceId: string;
+  by: Origin;
 }
 
 /**
@@ -28,9 +48,11 @@ const columns = (sql: Sql) =>
 async function requeue(
   sql: Sql,
   subject: (subscriptionId: string) => string,
+  emit: EmitResent,
   subscriptionId: string,
   ids: string[],
   now: Date,
+  asker: Asker,
 ): Promise<string[]> {
   if (ids.length === 0) return [];
   return sql.begin(async (tx) => {
@@ -59,6 +81,13 @@ async function requeue(
       }))
       .filter((j) => j.payload.deliveryIds.length > 0);
     await writeMessage(tx, queued);
+    if (put.size > 0)
+      await emit(
+        tx,
+        "webhook.resent",
+        { id: subscriptionId, workspaceId: asker.workspaceId, deliveryIds: [...put], updatedAt: now },
+        asker.by,
+      );
     return [...put];
   });
 }
@@ -68,7 +97,7 @@ async function requeue(
  * series of attempts of deliveries that are not pending, each queued under a
  * job of its own (`subject`: where a subscription's jobs go, as at the fan-out).
  */
-export function resendStore(sql: Sql, subject: (subscriptionId: string) => string) {
+export function resendStore(sql: Sql, subject: (subscriptionId: string) => string, emit: EmitResent) {
   /** One delivery of the subscription, or undefined. */
   async function one(subscriptionId: string, id: string): Promise<DeliveryRecord | undefined> {
     const [row] = await sql<DeliveryRecord[]>`
@@ -89,8 +118,9 @@ export function resendStore(sql: Sql, subject: (subscriptionId: string) => strin
       subscriptionId: string,
       deliveryId: string,
       now: Date,
+      asker: Asker,
     ): Promise<DeliveryRecord | "pending" | undefined> {
-      const put = await requeue(sql, subject, subscriptionId, [deliveryId], now);
+      const put = await requeue(sql, subject, emit, subscriptionId, [deliveryId], now, asker);
       const row = await one(subscriptionId, deliveryId);
       if (!row) return undefined;
       return put.length === 1 ? row : "pending";
@@ -107,6 +137,7 @@ export function resendStore(sql: Sql, subject: (subscriptionId: string) => strin
       until: Date,
       now: Date,
       limit: number,
+      asker: Asker,
     ): Promise<Recovered> {
       const dead = await sql<{ id: string; createdAt: Date }[]>`
         select id, created_at from deliveries
@@ -115,7 +146,7 @@ export function resendStore(sql: Sql, subject: (subscriptionId: string) => strin
         order by created_at, id limit ${limit + 1}`;
       const rest = dead[limit];
       const ids = dead.slice(0, limit).map((d) => d.id);
-      const put = await requeue(sql, subject, subscriptionId, ids, now);
+      const put = await requeue(sql, subject, emit, subscriptionId, ids, now, asker);
       if (!rest) return { queued: put.length, notQueued: 0, nextSince: null };
       const [left] = await sql<{ n: number }[]>`
         select count(*)::int as n from deliveries
