@@ -54,7 +54,10 @@ const SIZES = {
   webhooks: { rssMb: 198, cpu: "500m", cpuLimit: "2", maxReplicas: 4 },
 };
 const MIN_REPLICAS = 2;
-/** Connections per process: at every service's maxReplicas the databases see 27 × 5 = 135 at most. */
+/**
+ * Connections per process's request pool; each also holds its outbox relay's session. At every autoscaler's
+ * maximum the databases see 27 × (5 + 1) = 162 at most, a database at most 6 × 6 = 36 (PgBouncer's pool).
+ */
 const DATABASE_POOL_MAX = 5;
 
 /** Who calls whom inside the cluster (NetworkPolicies are built from this list and nothing else). */
@@ -503,7 +506,7 @@ function pgbouncerIni() {
     "auth_type = scram-sha-256",
     "auth_file = /etc/pgbouncer/userlist.txt",
     "pool_mode = session",
-    "default_pool_size = 30",
+    "default_pool_size = 36",
     "max_client_conn = 500",
     // A server connection left idle by a client that went is closed after a minute.
     "server_idle_timeout = 60",

@@ -211,14 +211,15 @@ describe("PgBouncer in session mode in front of PostgreSQL", () => {
     const seen = await backends();
     const viaBouncer = new Set((await console_("servers")).map((s) => Number(s.remote_pid)));
     expect(seen.filter((b) => !viaBouncer.has(b.pid))).toEqual([]);
-    // Every service holds its outbox relay's session (which polls, and LISTENs while it holds the relay
-    // lock), so each database is there.
+    // Every process, the gateway too, holds its outbox relay's session (which polls, and LISTENs while it
+    // holds the relay lock), so each database is there.
+    const processes = (SERVICES as string[]).concat("gateway");
     const databases = new Set(seen.map((b) => b.datname));
-    for (const service of SERVICES as string[]) expect(databases).toContain(names.database(service));
+    for (const service of processes) expect(databases).toContain(names.database(service));
     // application_name passes through: each connection says which service holds it, and for what. A
     // server connection PgBouncer keeps for the next client was reset (DISCARD ALL): it has none.
     for (const b of seen) expect(["", b.datname, `${b.datname}:relay`]).toContain(b.applicationName);
-    expect(seen.filter((b) => b.applicationName === `${b.datname}:relay`).length).toBe(SERVICES.length);
+    expect(seen.filter((b) => b.applicationName === `${b.datname}:relay`).length).toBe(processes.length);
   });
 
   it("DATABASE_IDLE_TIMEOUT_S: an idle process gives its request pool's connections back", async () => {
