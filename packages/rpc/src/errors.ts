@@ -84,6 +84,14 @@ const UNAVAILABLE_CAUSES = new Set([
 ]);
 
 /**
+ * PostgreSQL's SQLSTATEs of a transaction it aborted because of other transactions at the same moment, not
+ * because of the request: a deadlock (40P01), a serialization failure (40001), a lock it would not wait for
+ * (55P03). The transaction rolled back whole, so nothing of it was written and a retry is the cure: the
+ * same answer as an outage (docs/api/conventions.md §Outages and retries).
+ */
+const CONTENTION_CAUSES = new Set(["40P01", "40001", "55P03"]);
+
+/**
  * Codes the transport gives a call whose peer was unreachable, went away or was too slow. A
  * handler's deliberate error always carries its stable code in the metadata, so a bare one of
  * these came from the connection, not from a decision of the service.
@@ -97,7 +105,10 @@ const TRANSPORT_CODES = new Set([
   Code.Internal,
 ]);
 
-/** True when err says a dependency is down or went away (retry later), not that the request or the code is wrong. */
+/**
+ * True when err says a dependency is down or went away, or aborted the transaction for contention (retry
+ * later), not that the request or the code is wrong.
+ */
 export function isUnavailable(err: unknown): boolean {
   if (err instanceof ConnectError) {
     const raw = err.metadata.get(CODE_HEADER);
@@ -105,7 +116,11 @@ export function isUnavailable(err: unknown): boolean {
     return TRANSPORT_CODES.has(err.code);
   }
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && (UNAVAILABLE_CAUSES.has(code) || code.startsWith("08"))) return true;
+  if (
+    typeof code === "string" &&
+    (UNAVAILABLE_CAUSES.has(code) || CONTENTION_CAUSES.has(code) || code.startsWith("08"))
+  )
+    return true;
   const cause = (err as { cause?: unknown } | null)?.cause;
   return cause !== undefined && cause !== err && isUnavailable(cause);
 }

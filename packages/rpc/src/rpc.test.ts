@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ContactService, UtmSchema } from "@funil/contracts";
+import { postgres } from "@funil/db";
 import { fail } from "@funil/errors";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -159,6 +160,36 @@ describe("docs/api/conventions.md §Outages and retries (503 unavailable): every
       status: 503,
     });
     expect(describeError(new TypeError("x is undefined"))).toMatchObject({ status: 500, code: "internal" });
+  });
+
+  it("docs/api/conventions.md §Outages and retries: a transaction PostgreSQL aborts for a deadlock → 503 unavailable (rolled back whole: retry), never a 500", async () => {
+    const server = postgres(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", {
+      max: 2,
+      onnotice: () => {},
+    });
+    try {
+      // Two transactions take two advisory locks in opposite orders: PostgreSQL aborts one of them.
+      const [a, b] = [7_301_001, 7_301_002].map((n) => n + Math.floor(Math.random() * 1e6) * 10);
+      let bothHoldOne!: () => void;
+      let held = 0;
+      const first = new Promise<void>((r) => {
+        bothHoldOne = r;
+      });
+      const take = (mine: number, theirs: number) =>
+        server.begin(async (tx) => {
+          await tx`select pg_advisory_xact_lock(${mine})`;
+          if (++held === 2) bothHoldOne();
+          await first;
+          await tx`select pg_advisory_xact_lock(${theirs})`;
+        });
+      const outcomes = await Promise.allSettled([take(a, b), take(b, a)]);
+      const failed = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason] : []));
+      expect(failed).toHaveLength(1);
+      expect((failed[0] as { code?: string }).code).toBe("40P01");
+      expect(describeError(failed[0])).toMatchObject({ status: 503, code: "unavailable" });
+    } finally {
+      await server.end({ timeout: 5 });
+    }
   });
 });
 
