@@ -169,7 +169,8 @@ describe("docs/api/conventions.md §Outages and retries (503 unavailable): every
     });
     try {
       // Two transactions take two advisory locks in opposite orders: PostgreSQL aborts one of them.
-      const [a, b] = [7_301_001, 7_301_002].map((n) => n + Math.floor(Math.random() * 1e6) * 10);
+      const a = 7_301_001 + Math.floor(Math.random() * 1e6) * 10;
+      const b = a + 1;
       let bothHoldOne!: () => void;
       let held = 0;
       const first = new Promise<void>((r) => {
