@@ -45,13 +45,11 @@ const workspaceChange = (w: WorkspaceRecord, updatedAt: Date): WorkspaceChange =
 });
 
 export function keyStore(sql: Sql, emit: KeyStoreEvents) {
+  /** The key with this id, revoked or not; `lock`: held for the rest of the transaction. */
   const keyIn = async (tx: Sql | TransactionSql, id: string, lock = false) => {
-    const [row] = lock
-      ? await tx<KeyRecord[]>`
-          select ${keyColumns(sql)} from api_keys k join workspaces w on w.id = k.workspace_id
-          where k.id = ${id} for update of k`
-      : await tx<KeyRecord[]>`
-          select ${keyColumns(sql)} from api_keys k join workspaces w on w.id = k.workspace_id where k.id = ${id}`;
+    const [row] = await tx<KeyRecord[]>`
+      select ${keyColumns(sql)} from api_keys k join workspaces w on w.id = k.workspace_id
+      where k.id = ${id} ${lock ? sql`for update of k` : sql``}`;
     return row;
   };
   return {
