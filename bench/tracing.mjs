@@ -14,6 +14,8 @@
 //   BENCH_RATE=150                  requests per second in all (open loop), the same in every mode, so that
 //                                   CPU per request is compared at the same load (default: as fast as it goes)
 //   BENCH_ONLY=contacts/{id}        only the scenarios whose name holds this
+//   BENCH_WARM_SECONDS=3            seconds at full speed before each measured run (the JIT warmed, as in a
+//                                   process that has been serving for a while)
 //   BENCH_PROFILE=<dir>             gateway and crm under node --cpu-prof, in <dir>/<mode>/<process>;
 //                                   their top functions are printed after the tables
 //   BENCH_BEFORE_ROOT=<dir>         a checkout (built) of the code before a change: its off and "on" modes
@@ -46,6 +48,7 @@ const opts = {
   profile: process.env.BENCH_PROFILE,
   beforeRoot: process.env.BENCH_BEFORE_ROOT,
   alsProbe: process.env.BENCH_ALS_PROBE === "1",
+  warmSeconds: Number(process.env.BENCH_WARM_SECONDS ?? 3),
   funilEnv: process.env.BENCH_ENV ?? "bench_tracing",
 };
 const started = Date.now();
@@ -196,7 +199,10 @@ try {
         for (let attempt = 1; !m || m.errors; attempt++) {
           if (m && attempt > 3) throw new Error(`${s.name} (${mode.name}): ${JSON.stringify(m.errorKinds)}`);
           if (m) progress(`${s.name} (${mode.name}): ${JSON.stringify(m.errorKinds)}; again`);
-          await measure({ ...target, seconds: 1, connections: opts.connections, groups: {} });
+          // Warm at full speed first: at a fixed rate alone the JIT is still optimizing through the measured
+          // seconds (the processes' CPU per second falls for 10 s and more at 250 req/s), and the mode with
+          // more code to optimize would pay its warm-up in the figures.
+          await measure({ ...target, rate: undefined, seconds: opts.warmSeconds, connections: opts.connections, groups: {} });
           m = await measure({ ...target, seconds: opts.seconds, connections: opts.connections, groups });
         }
         const runs = results.get(mode.name);
