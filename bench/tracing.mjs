@@ -202,7 +202,13 @@ try {
           // Warm at full speed first: at a fixed rate alone the JIT is still optimizing through the measured
           // seconds (the processes' CPU per second falls for 10 s and more at 250 req/s), and the mode with
           // more code to optimize would pay its warm-up in the figures.
-          await measure({ ...target, rate: undefined, seconds: opts.warmSeconds, connections: opts.connections, groups: {} });
+          await measure({
+            ...target,
+            rate: undefined,
+            seconds: opts.warmSeconds,
+            connections: opts.connections,
+            groups: {},
+          });
           m = await measure({ ...target, seconds: opts.seconds, connections: opts.connections, groups });
         }
         const runs = results.get(mode.name);
