@@ -1,57 +1,80 @@
 // Reads the .cpuprofile files that `node --cpu-prof` wrote and lists the functions with the most self
 // time: where a process's CPU went, without opening a profiler.
+//
+//   node bench/profile.mjs A.cpuprofile [B.cpuprofile] [--from S]
+// prints the profile's busy milliseconds second by second (a process's CPU per second falls for many
+// seconds after its start while the JIT warms: choose S past that), then its self time by package and by
+// function from second S on; with B, both side by side with B − A, the largest differences first.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
-/** Top `count` entries by self time of one profile, idle time left out: [{ name, ms, share }]. */
-export function topSelfTime(file, count = 15) {
-  const profile = JSON.parse(readFileSync(file, "utf8"));
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const self = new Map();
-  profile.samples.forEach((id, i) => {
-    const { functionName, url, lineNumber } = byId.get(id).callFrame;
-    if (functionName === "(idle)") return;
-    const where = url ? ` ${shorten(url)}:${lineNumber + 1}` : "";
-    const name = `${functionName || "(anonymous)"}${where}`;
-    self.set(name, (self.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
-  });
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
-  return [...self.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, count)
-    .map(([name, ms]) => ({ name, ms, share: ms / total }));
-}
-
-/**
- * Self time per package: each sample goes to the nearest frame on its stack that belongs to a package
- * (node_modules/<name>) or to the repository's own code, so that Node's internals and native work (socket
- * writes, the HTTP/2 core) count for whoever called them. GC and (program) stay on their own.
- */
-export function byPackage(file, count = 12) {
+/** A profile's samples: who (node id), how long (ms) and when (s since the profile started), idle left out. */
+function samplesOf(file) {
   const profile = JSON.parse(readFileSync(file, "utf8"));
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const ownerOf = (id) => {
-    for (let at = id; at !== undefined; at = parent.get(at)) {
-      const { functionName, url } = byId.get(at).callFrame;
-      if (at === id && functionName.startsWith("(")) return functionName;
-      const owner = packageOf(url);
-      if (owner) return owner;
-    }
-    return "node internals";
-  };
-  const self = new Map();
+  let at = profile.startTime;
+  const samples = [];
   profile.samples.forEach((id, i) => {
-    const owner = ownerOf(id);
-    if (owner === "(idle)") return;
-    self.set(owner, (self.get(owner) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (byId.get(id).callFrame.functionName !== "(idle)")
+      samples.push({ id, ms: delta / 1000, s: (at - profile.startTime) / 1e6 });
   });
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  return { byId, parent, samples };
+}
+
+/** Self time summed by `keyOf(id)` over the samples from second `from` on: [{ name, ms, share }], largest first. */
+function selfTime(file, keyOf, from) {
+  const p = samplesOf(file);
+  const self = new Map();
+  let total = 0;
+  for (const { id, ms, s } of p.samples) {
+    if (s < from) continue;
+    const key = keyOf(p, id);
+    self.set(key, (self.get(key) ?? 0) + ms);
+    total += ms;
+  }
   return [...self.entries()]
     .sort((a, b) => b[1] - a[1])
-    .slice(0, count)
     .map(([name, ms]) => ({ name, ms, share: ms / total }));
+}
+
+const functionOf = ({ byId }, id) => {
+  const { functionName, url, lineNumber } = byId.get(id).callFrame;
+  const where = url ? ` ${shorten(url)}:${lineNumber + 1}` : "";
+  return `${functionName || "(anonymous)"}${where}`;
+};
+
+/**
+ * Each sample goes to the nearest frame on its stack that belongs to a package (node_modules/<name>) or to
+ * the repository's own code, so that Node's internals and native work (socket writes, the HTTP/2 core)
+ * count for whoever called them. GC and (program) stay on their own.
+ */
+const packageOwning = ({ byId, parent }, id) => {
+  for (let at = id; at !== undefined; at = parent.get(at)) {
+    const { functionName, url } = byId.get(at).callFrame;
+    if (at === id && functionName.startsWith("(")) return functionName;
+    const owner = packageOf(url);
+    if (owner) return owner;
+  }
+  return "node internals";
+};
+
+/** Top `count` entries by self time of one profile, from second `from` on: [{ name, ms, share }]. */
+export const topSelfTime = (file, count = 15, from = 0) => selfTime(file, functionOf, from).slice(0, count);
+
+/** Self time per package (packageOwning), from second `from` on. */
+export const byPackage = (file, count = 12, from = 0) => selfTime(file, packageOwning, from).slice(0, count);
+
+/** Busy (not idle) milliseconds in each second since the profile started. */
+export function busySeconds(file) {
+  const seconds = [];
+  for (const { ms, s } of samplesOf(file).samples)
+    seconds[Math.floor(s)] = (seconds[Math.floor(s)] ?? 0) + ms;
+  return Array.from(seconds, (ms) => Math.round(ms ?? 0));
 }
 
 function packageOf(url) {
@@ -78,3 +101,39 @@ export function profilesIn(dir) {
     .filter((f) => f.endsWith(".cpuprofile"))
     .map((f) => path.join(dir, f));
 }
+
+/** The command line (see the top of this file). */
+function main(args) {
+  const fromAt = args.indexOf("--from");
+  const from = fromAt >= 0 ? Number(args[fromAt + 1]) : 0;
+  const files = args.filter((a, i) => a.endsWith(".cpuprofile") && i !== fromAt + 1);
+  if (files.length === 0 || files.length > 2 || !Number.isFinite(from)) {
+    process.stderr.write("usage: node bench/profile.mjs A.cpuprofile [B.cpuprofile] [--from S]\n");
+    process.exit(2);
+  }
+  for (const file of files) console.log(`busy ms per second, ${file}:\n  ${busySeconds(file).join(" ")}`);
+  const [a, b] = files;
+  for (const [title, of] of [
+    ["by package", packageOwning],
+    ["by function", functionOf],
+  ]) {
+    const left = new Map(selfTime(a, of, from).map((e) => [e.name, e.ms]));
+    const right = b ? new Map(selfTime(b, of, from).map((e) => [e.name, e.ms])) : undefined;
+    const sum = (m) => [...m.values()].reduce((x, y) => x + y, 0);
+    console.log(
+      `\n${title}, from second ${from}: ms (A${right ? ", B, B − A" : ""}); in all ${Math.round(sum(left))}${right ? `, ${Math.round(sum(right))}` : ""}`,
+    );
+    const names = [...new Set([...left.keys(), ...(right?.keys() ?? [])])];
+    const delta = (n) => (right?.get(n) ?? 0) - (left.get(n) ?? 0);
+    names.sort(
+      right ? (x, y) => Math.abs(delta(y)) - Math.abs(delta(x)) : (x, y) => left.get(y) - left.get(x),
+    );
+    for (const name of names.slice(0, title === "by package" ? 20 : 40)) {
+      const cells = [left.get(name) ?? 0, ...(right ? [right.get(name) ?? 0, delta(name)] : [])];
+      console.log(`${cells.map((ms) => Math.round(ms).toString().padStart(7)).join("")}  ${name}`);
+    }
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url))
+  main(process.argv.slice(2));
