@@ -26,9 +26,8 @@ function samplesOf(file) {
   return { byId, parent, samples };
 }
 
-/** Self time summed by `keyOf(id)` over the samples from second `from` on: [{ name, ms, share }], largest first. */
-function selfTime(file, keyOf, from) {
-  const p = samplesOf(file);
+/** Self time summed by `keyOf(id)` over the samples (samplesOf) from second `from` on: [{ name, ms, share }], largest first. */
+function selfTime(p, keyOf, from) {
   const self = new Map();
   let total = 0;
   for (const { id, ms, s } of p.samples) {
@@ -64,16 +63,17 @@ const packageOwning = ({ byId, parent }, id) => {
 };
 
 /** Top `count` entries by self time of one profile, from second `from` on: [{ name, ms, share }]. */
-export const topSelfTime = (file, count = 15, from = 0) => selfTime(file, functionOf, from).slice(0, count);
+export const topSelfTime = (file, count = 15, from = 0) =>
+  selfTime(samplesOf(file), functionOf, from).slice(0, count);
 
 /** Self time per package (packageOwning), from second `from` on. */
-export const byPackage = (file, count = 12, from = 0) => selfTime(file, packageOwning, from).slice(0, count);
+export const byPackage = (file, count = 12, from = 0) =>
+  selfTime(samplesOf(file), packageOwning, from).slice(0, count);
 
-/** Busy (not idle) milliseconds in each second since the profile started. */
-export function busySeconds(file) {
+/** Busy (not idle) milliseconds in each second since the profile started (p: samplesOf). */
+function busySeconds(p) {
   const seconds = [];
-  for (const { ms, s } of samplesOf(file).samples)
-    seconds[Math.floor(s)] = (seconds[Math.floor(s)] ?? 0) + ms;
+  for (const { ms, s } of p.samples) seconds[Math.floor(s)] = (seconds[Math.floor(s)] ?? 0) + ms;
   return Array.from(seconds, (ms) => Math.round(ms ?? 0));
 }
 
@@ -111,11 +111,13 @@ function main(args) {
     process.stderr.write("usage: node bench/profile.mjs A.cpuprofile [B.cpuprofile] [--from S]\n");
     process.exit(2);
   }
-  for (const file of files) console.log(`busy ms per second, ${file}:\n  ${busySeconds(file).join(" ")}`);
-  const [a, b] = files;
-  for (const [title, of] of [
-    ["by package", packageOwning],
-    ["by function", functionOf],
+  const profiles = files.map(samplesOf);
+  for (const [i, file] of files.entries())
+    console.log(`busy ms per second, ${file}:\n  ${busySeconds(profiles[i]).join(" ")}`);
+  const [a, b] = profiles;
+  for (const [title, of, count] of [
+    ["by package", packageOwning, 20],
+    ["by function", functionOf, 40],
   ]) {
     const left = new Map(selfTime(a, of, from).map((e) => [e.name, e.ms]));
     const right = b ? new Map(selfTime(b, of, from).map((e) => [e.name, e.ms])) : undefined;
@@ -128,7 +130,7 @@ function main(args) {
     names.sort(
       right ? (x, y) => Math.abs(delta(y)) - Math.abs(delta(x)) : (x, y) => left.get(y) - left.get(x),
     );
-    for (const name of names.slice(0, title === "by package" ? 20 : 40)) {
+    for (const name of names.slice(0, count)) {
       const cells = [left.get(name) ?? 0, ...(right ? [right.get(name) ?? 0, delta(name)] : [])];
       console.log(`${cells.map((ms) => Math.round(ms).toString().padStart(7)).join("")}  ${name}`);
     }

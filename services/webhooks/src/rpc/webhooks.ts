@@ -1,5 +1,5 @@
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
-import type { Client, ServiceImpl } from "@connectrpc/connect";
+import type { Client, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
   type Attempt,
@@ -30,7 +30,7 @@ import type { SecretBox } from "../secrets.js";
 import { newSecret } from "../secrets.js";
 import type { AttemptRecord, AttemptStore } from "../store/attempts.js";
 import type { DeliveryStore } from "../store/deliveries.js";
-import type { ResendStore } from "../store/resend.js";
+import type { Asker, ResendStore } from "../store/resend.js";
 import type { SubscriptionStore } from "../store/subscriptions.js";
 import { distinct, requireScopes, type SubscriptionChanges } from "../subscriptions.js";
 import { checkTargetUrl, type TargetPolicy } from "../targets.js";
@@ -52,6 +52,12 @@ export interface WebhookDeps extends EventLogDeps {
 }
 
 const id = (value: string) => check(idParam, { id: value }, "path").id;
+
+/** Who asks for a resend or a recover: the caller's workspace and origin, for its webhook.resent event. */
+const askerOf = (req: { workspaceId: string }, ctx: HandlerContext): Asker => ({
+  workspaceId: req.workspaceId,
+  by: originOf(ctx.requestHeader),
+});
 /**
  * A created subscription remembered under its Idempotency-Key: the secret
  * sealed as the subscription keeps it, never in clear, and opened for a replay.
@@ -221,10 +227,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       const sub = await found(req.workspaceId, id);
       if (!(await deps.resends.one(sub.id, deliveryId))) throw notFound("webhook delivery");
       await foundActive(req.workspaceId, id);
-      const delivery = await deps.resends.resend(sub.id, deliveryId, clock.now(), {
-        workspaceId: req.workspaceId,
-        by: originOf(ctx.requestHeader),
-      });
+      const delivery = await deps.resends.resend(sub.id, deliveryId, clock.now(), askerOf(req, ctx));
       if (delivery === undefined) throw notFound("webhook delivery");
       if (delivery === "pending")
         throw fail("conflict", "the delivery is pending: its next attempt is queued already");
@@ -246,10 +249,14 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
       const sub = await foundActive(req.workspaceId, id(req.id));
       const now = clock.now();
       const until = body.until ? new Date(body.until) : now;
-      const done = await deps.resends.recover(sub.id, new Date(body.since), until, now, RECOVER_LIMIT, {
-        workspaceId: req.workspaceId,
-        by: originOf(ctx.requestHeader),
-      });
+      const done = await deps.resends.recover(
+        sub.id,
+        new Date(body.since),
+        until,
+        now,
+        RECOVER_LIMIT,
+        askerOf(req, ctx),
+      );
       return { queued: done.queued, notQueued: done.notQueued, nextSince: done.nextSince?.toISOString() };
     },
 

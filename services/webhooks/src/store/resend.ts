@@ -43,54 +43,49 @@ const columns = (sql: Sql) =>
  * recover): pending and due now, each owned by a new job queued through
  * the outbox in the same transaction. A delivery pending already keeps its
  * one job (never two series at once); so does every delivery of a
- * subscription that is not active. Answers the ids put back.
+ * subscription that is not active. Answers the ids put back. A store's
+ * requeue: its database, where its jobs go, and its event.
  */
-async function requeue(
-  sql: Sql,
-  subject: (subscriptionId: string) => string,
-  emit: EmitResent,
-  subscriptionId: string,
-  ids: string[],
-  now: Date,
-  asker: Asker,
-): Promise<string[]> {
-  if (ids.length === 0) return [];
-  return sql.begin(async (tx) => {
-    // Held until the commit: a deactivation waits, then finds these pending and ends them dead.
-    const [sub] = await tx<{ active: boolean }[]>`
+const requeuer =
+  (sql: Sql, subject: (subscriptionId: string) => string, emit: EmitResent) =>
+  async (subscriptionId: string, ids: string[], now: Date, asker: Asker): Promise<string[]> => {
+    if (ids.length === 0) return [];
+    return sql.begin(async (tx) => {
+      // Held until the commit: a deactivation waits, then finds these pending and ends them dead.
+      const [sub] = await tx<{ active: boolean }[]>`
       select active from subscriptions where id = ${subscriptionId} for share`;
-    if (!sub?.active) return [];
-    const jobs = jobsOf(
-      subject,
-      ids.map((id) => ({ id, subscriptionId })),
-      now,
-    );
-    const jobOf = jobs.flatMap((j) => j.payload.deliveryIds.map((id) => [id, j.id] as const));
-    // Rows made pending by a racing resend since they were chosen are skipped (the where is read again).
-    const rows = await tx<{ id: string; queuedJob: string }[]>`
+      if (!sub?.active) return [];
+      const jobs = jobsOf(
+        subject,
+        ids.map((id) => ({ id, subscriptionId })),
+        now,
+      );
+      const jobOf = jobs.flatMap((j) => j.payload.deliveryIds.map((id) => [id, j.id] as const));
+      // Rows made pending by a racing resend since they were chosen are skipped (the where is read again).
+      const rows = await tx<{ id: string; queuedJob: string }[]>`
       update deliveries d set status = 'pending', next_attempt_at = null, retry_from = d.attempts,
         queued_job = r.job
       from unnest(${jobOf.map(([id]) => id)}::text[], ${jobOf.map(([, job]) => job)}::text[]) as r(id, job)
       where d.id = r.id and d.subscription_id = ${subscriptionId} and d.status <> 'pending'
       returning d.id, d.queued_job`;
-    const put = new Set(rows.map((r) => r.id));
-    const queued = jobs
-      .map((j) => ({
-        ...j,
-        payload: { ...j.payload, deliveryIds: j.payload.deliveryIds.filter((id) => put.has(id)) },
-      }))
-      .filter((j) => j.payload.deliveryIds.length > 0);
-    await writeMessage(tx, queued);
-    if (put.size > 0)
-      await emit(
-        tx,
-        "webhook.resent",
-        { id: subscriptionId, workspaceId: asker.workspaceId, deliveryIds: [...put], updatedAt: now },
-        asker.by,
-      );
-    return [...put];
-  });
-}
+      const put = new Set(rows.map((r) => r.id));
+      const queued = jobs
+        .map((j) => ({
+          ...j,
+          payload: { ...j.payload, deliveryIds: j.payload.deliveryIds.filter((id) => put.has(id)) },
+        }))
+        .filter((j) => j.payload.deliveryIds.length > 0);
+      await writeMessage(tx, queued);
+      if (put.size > 0)
+        await emit(
+          tx,
+          "webhook.resent",
+          { id: subscriptionId, workspaceId: asker.workspaceId, deliveryIds: [...put], updatedAt: now },
+          asker.by,
+        );
+      return [...put];
+    });
+  };
 
 /**
  * Resend and recover (docs/api/webhooks.md §Resend and recover): a new
@@ -98,6 +93,7 @@ async function requeue(
  * job of its own (`subject`: where a subscription's jobs go, as at the fan-out).
  */
 export function resendStore(sql: Sql, subject: (subscriptionId: string) => string, emit: EmitResent) {
+  const requeue = requeuer(sql, subject, emit);
   /** One delivery of the subscription, or undefined. */
   async function one(subscriptionId: string, id: string): Promise<DeliveryRecord | undefined> {
     const [row] = await sql<DeliveryRecord[]>`
@@ -120,7 +116,7 @@ export function resendStore(sql: Sql, subject: (subscriptionId: string) => strin
       now: Date,
       asker: Asker,
     ): Promise<DeliveryRecord | "pending" | undefined> {
-      const put = await requeue(sql, subject, emit, subscriptionId, [deliveryId], now, asker);
+      const put = await requeue(subscriptionId, [deliveryId], now, asker);
       const row = await one(subscriptionId, deliveryId);
       if (!row) return undefined;
       return put.length === 1 ? row : "pending";
@@ -146,7 +142,7 @@ export function resendStore(sql: Sql, subject: (subscriptionId: string) => strin
         order by created_at, id limit ${limit + 1}`;
       const rest = dead[limit];
       const ids = dead.slice(0, limit).map((d) => d.id);
-      const put = await requeue(sql, subject, emit, subscriptionId, ids, now, asker);
+      const put = await requeue(subscriptionId, ids, now, asker);
       if (!rest) return { queued: put.length, notQueued: 0, nextSince: null };
       const [left] = await sql<{ n: number }[]>`
         select count(*)::int as n from deliveries
