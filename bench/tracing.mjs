@@ -22,6 +22,7 @@
 //                                   run too, interleaved with this one's, on the same databases
 //   BENCH_ALS_PROBE=1               one more mode: off, with an AsyncLocalStorage entered at start and
 //                                   nothing else (what Node 20's async hooks alone cost)
+//   BENCH_MODES='off|on, 10 % sampled'  only the modes so named (as in the table), separated by |
 //   BENCH_LOG=<file>                the stacks' log lines go there
 //   BENCH_ENV=bench_tracing         the FUNIL_ENV of its databases and streams
 import * as http from "node:http";
@@ -48,6 +49,7 @@ const opts = {
   profile: process.env.BENCH_PROFILE,
   beforeRoot: process.env.BENCH_BEFORE_ROOT,
   alsProbe: process.env.BENCH_ALS_PROBE === "1",
+  modes: process.env.BENCH_MODES?.split("|").map((m) => m.trim()),
   warmSeconds: Number(process.env.BENCH_WARM_SECONDS ?? 3),
   funilEnv: process.env.BENCH_ENV ?? "bench_tracing",
 };
@@ -99,7 +101,7 @@ const tracingModes = (prefix, root) => [
   })),
 ];
 /** The modes compared: the build without tracing, off, on at each ratio, and the same before a change. */
-const modes = [
+const allModes = [
   { name: "no tracing built in", env: {}, nodeArgs: ["--import", NOOP] },
   ...tracingModes("", undefined),
   ...(opts.alsProbe
@@ -113,6 +115,9 @@ const modes = [
     : []),
   ...(opts.beforeRoot ? tracingModes("before: ", opts.beforeRoot) : []),
 ];
+const modes = opts.modes ? allModes.filter((m) => opts.modes.includes(m.name)) : allModes;
+if (modes.length === 0)
+  throw new Error(`BENCH_MODES names none of: ${allModes.map((m) => m.name).join(" | ")}`);
 
 await ensureInfra({ databaseUrl: base.DATABASE_URL, redisUrl: base.REDIS_URL, natsUrl: base.NATS_URL });
 const server = postgres(serverUrl, { max: 1, onnotice: () => {} });
@@ -150,7 +155,7 @@ async function launch(mode, profiled = true) {
   }
 }
 // The fill's stack is never profiled: the profiles show the measured requests only.
-let stack = await launch(modes[1], false);
+let stack = await launch(allModes[1], false);
 let scenarios = [];
 const results = new Map(modes.map((m) => [m.name, new Map()]));
 try {
@@ -240,7 +245,7 @@ function render(names) {
       `${opts.rounds} rounds × ${opts.seconds} s per mode and scenario, ` +
       `${opts.connections} connections${opts.rate ? ` at ${opts.rate} req/s` : ""} · ${sink.seen.exports} OTLP exports (${Math.round(sink.seen.bytes / 1024)} KB) received`,
     "",
-    `| scenario | tracing | req/s | p99 ms | ${PROCESSES.map((p) => `${p} µs/req`).join(" | ")} | all µs/req | CPU vs no tracing |`,
+    `| scenario | tracing | req/s | p99 ms | ${PROCESSES.map((p) => `${p} µs/req`).join(" | ")} | all µs/req | CPU vs ${modes[0].name} |`,
     `|---|---|---:|---:|${PROCESSES.map(() => "---:|").join("")}---:|---:|`,
   ];
   for (const name of names) {
