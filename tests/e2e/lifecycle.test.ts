@@ -1,9 +1,16 @@
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer as httpServer } from "node:http";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connectBus, ensureStreams } from "@funil/bus";
+import { naming } from "@funil/config";
+import { jetstreamManager } from "@nats-io/jetstream";
 import postgres from "postgres";
 import { describe, expect, inject, it } from "vitest";
 import { gatewayCopy, newWorkspace, request, waitFor } from "../helpers.js";
+import { dropDatabases } from "../private-stack.js";
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -89,6 +96,89 @@ describe("processes (docs/operations.md §Configuration, §Stopping)", () => {
     await started(p, "crm listening");
     p.child.kill("SIGTERM");
     expect(await p.exited, p.output()).toBe(0);
+  });
+});
+
+/** A gateway process of its own on the test stack's services, with `env` on top. */
+async function lonelyGateway(env: Record<string, string>) {
+  const [port, authPort] = [await freePort(), await freePort()];
+  const gw = run("services/gateway/dist/main.js", {
+    PORT: String(port),
+    AUTH_PORT: String(authPort),
+    HOST: "127.0.0.1",
+    ADMIN_TOKEN: inject("adminToken"),
+    ...Object.fromEntries(
+      ["crm", "scheduling", "timeline", "webhooks", "learning"].map((n) => [
+        `${n.toUpperCase()}_URL`,
+        inject(`${n}Url` as "crmUrl"),
+      ]),
+    ),
+    ...env,
+  });
+  return { ...gw, url: `http://127.0.0.1:${port}` };
+}
+
+describe("NATS away when the gateway starts (docs/operations.md §Faults)", () => {
+  it("the gateway starts and serves; its events wait in its outbox and reach the stream once NATS is there", async () => {
+    const natsPort = await freePort();
+    // A database and streams of its own: the stack's gateway would otherwise relay the shared outbox.
+    const funilEnv = `${inject("funilEnv")}_latebus`;
+    await dropDatabases(funilEnv);
+    const gw = await lonelyGateway({ NATS_URL: `nats://127.0.0.1:${natsPort}`, FUNIL_ENV: funilEnv });
+    const dir = mkdtempSync(join(tmpdir(), "funil-late-nats-"));
+    let nats: ReturnType<typeof spawn> | undefined;
+    try {
+      await started(gw, "gateway listening");
+      expect(gw.output()).toContain("NATS unavailable at start");
+      expect((await request("GET", `${gw.url}/readyz?scope=self`)).status).toBe(200);
+      const admin = { authorization: `Bearer ${inject("adminToken")}` };
+      const created = await request("POST", `${gw.url}/admin/v1/workspaces`, { name: "Late bus" }, admin);
+      expect(created.status).toBe(201);
+      const workspaceId = (created.body as { id: string }).id;
+
+      // NATS arrives, with the streams the services would have made.
+      nats = spawn("/usr/sbin/nats-server", ["-a", "127.0.0.1", "-p", String(natsPort), "-js", "-sd", dir], {
+        stdio: "ignore",
+      });
+      const names = naming(funilEnv);
+      const nc = await waitFor(() =>
+        connectBus(`nats://127.0.0.1:${natsPort}`, "test").catch(() => undefined),
+      );
+      try {
+        await ensureStreams(nc, names, ["EVENTS"]);
+        await started(gw, "NATS reached");
+        const jsm = await jetstreamManager(nc);
+        const event = await waitFor(async () => {
+          const m = await jsm.streams
+            .getMessage(names.stream("EVENTS"), { last_by_subj: names.subject("events.workspace.created") })
+            .catch(() => undefined);
+          return m?.json<{ data: { id: string } }>();
+        });
+        expect(event.data.id).toBe(workspaceId);
+      } finally {
+        await nc.close();
+      }
+      gw.child.kill("SIGTERM");
+      expect(await gw.exited).toBe(0);
+    } finally {
+      gw.child.kill("SIGKILL");
+      nats?.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+      await dropDatabases(funilEnv);
+    }
+  });
+
+  it("a gateway still waiting for NATS stops at once on SIGTERM, exit 0", async () => {
+    const gw = await lonelyGateway({ NATS_URL: `nats://127.0.0.1:${await freePort()}` });
+    try {
+      await started(gw, "NATS unavailable at start");
+      const signalledAt = Date.now();
+      gw.child.kill("SIGTERM");
+      expect(await gw.exited).toBe(0);
+      expect(Date.now() - signalledAt).toBeLessThan(8000);
+    } finally {
+      gw.child.kill("SIGKILL");
+    }
   });
 });
 

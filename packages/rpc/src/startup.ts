@@ -246,6 +246,62 @@ export function startEventRelay(opts: {
   const bus = watchBus(nc, { log, onReconnect: relay.wake });
   return { relay, bus };
 }
+/** How long a process waits between attempts to reach NATS at start (eventRelayWhenConnected). */
+const BUS_RETRY_MS = 1000;
+
+/**
+ * The outbox relay of a process whose requests do not need the bus (the gateway): NATS away when it starts
+ * must not keep it down, nor make it exit and be restarted in a loop while the bus is out. It starts at once;
+ * its events wait in its outbox (the writes that make them still commit) while it tries to reach NATS every
+ * second in the background, one line when the first attempt fails and one when the bus is reached; then
+ * the relay starts and publishes what waited. stop() ends an attempt in progress (at most the connect
+ * timeout, 5 s) and stops the relay.
+ */
+export function eventRelayWhenConnected(opts: {
+  natsUrl: string;
+  sql: Sql;
+  log: Logger;
+  names: Naming;
+  name: string;
+  retryMs?: number;
+}) {
+  const { log, retryMs = BUS_RETRY_MS } = opts;
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  let started: { nc: NatsConnection; relay: ReturnType<typeof startOutboxRelay> } | undefined;
+  const connecting = (async () => {
+    let failed = false;
+    while (!stopped) {
+      try {
+        const nc = await connectBus(opts.natsUrl, opts.name);
+        if (stopped) return void (await nc.close());
+        started = { nc, relay: startEventRelay({ ...opts, nc }).relay };
+        if (failed) log.info({}, "NATS reached: the outbox relay publishes the events that waited");
+        return;
+      } catch (err) {
+        if (!failed)
+          log.warn({ cause: causeOf(err) }, "NATS unavailable at start: events wait in the outbox");
+        failed = true;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, retryMs).unref();
+        });
+      }
+    }
+  })();
+  return {
+    /** Whether the bus was reached and the relay runs. */
+    connected: () => started !== undefined,
+    async stop() {
+      stopped = true;
+      wake?.();
+      await connecting;
+      if (!started) return;
+      await started.relay.stop();
+      await started.nc.drain();
+    },
+  };
+}
 export type StartedService = Awaited<ReturnType<typeof startService>>;
 
 const shutdownEnv = z.object({

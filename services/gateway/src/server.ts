@@ -1,10 +1,9 @@
 import { fileURLToPath } from "node:url";
-import { connectBus } from "@funil/bus";
 import { type Clock, createLogger, type Naming, naming, systemClock } from "@funil/config";
 import { SERVICES } from "@funil/contracts";
 import { changeEmitter, migrate, openDatabase, type Sql } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
-import { clientsOf, eventWriter, rpcOptions, startEventRelay, startRpcServer } from "@funil/rpc";
+import { clientsOf, eventRelayWhenConnected, eventWriter, rpcOptions, startRpcServer } from "@funil/rpc";
 import { startTracing, stopTracing, tracingOn } from "@funil/telemetry";
 import { buildApp } from "./app.js";
 import { authServiceRoutes } from "./auth-service.js";
@@ -38,10 +37,10 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
   await migrate(sql, migrations);
   const redis = openRedis(config.REDIS_URL, log, "rate limit and key cache run locally");
   // The gateway writes the events of its own changes (workspaces, API keys) like every service: through its
-  // outbox, published by its relay onto the EVENTS stream the services create (docs/api/events.md).
-  const nc = await connectBus(config.NATS_URL, "gateway");
+  // outbox, published by its relay onto the EVENTS stream the services create (docs/api/events.md). Its
+  // requests never need the bus, so it starts without it: the relay begins once NATS is reached.
+  const events = eventRelayWhenConnected({ natsUrl: config.NATS_URL, sql, log, names, name: "gateway" });
   const store = keyStoreOf(sql, names);
-  const { relay } = startEventRelay({ sql, nc, log, names, name: "gateway" });
   const keys = keyResolver({
     store,
     ttlMs: config.KEY_CACHE_TTL_MS,
@@ -85,8 +84,7 @@ export async function startGateway(config: GatewayConfig, clock: Clock = systemC
       await keys.close();
       redis.removeAllListeners("close");
       redis.disconnect();
-      await relay.stop();
-      await nc.drain();
+      await events.stop();
       await sql.end({ timeout: 5 });
       await stopTracing();
     },
