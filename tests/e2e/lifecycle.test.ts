@@ -229,21 +229,10 @@ describe("graceful stop (SIGTERM: answer what was read, then exit within SHUTDOW
   it("a gateway stopped with requests in flight answers each of them, then exits 0", async () => {
     const ws = await newWorkspace({ scopes: ["contacts.read", "contacts.write"] });
     const release = await holdContacts();
-    const [port, authPort] = [await freePort(), await freePort()];
-    const gw = run("services/gateway/dist/main.js", {
-      PORT: String(port),
-      AUTH_PORT: String(authPort),
-      HOST: "127.0.0.1",
-      ...Object.fromEntries(
-        ["crm", "scheduling", "timeline", "webhooks", "learning"].map((n) => [
-          `${n.toUpperCase()}_URL`,
-          inject(`${n}Url` as "crmUrl"),
-        ]),
-      ),
-    });
+    const gw = await lonelyGateway({});
     try {
       await started(gw, "gateway listening");
-      const url = `http://127.0.0.1:${port}`;
+      const { url } = gw;
       expect((await request("GET", `${url}/readyz`)).status).toBe(200);
       const inFlight = Promise.all(upserts(url, ws.key, 5));
       await new Promise((r) => setTimeout(r, 700));

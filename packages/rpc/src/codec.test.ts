@@ -13,6 +13,8 @@ import { describe, expect, it } from "vitest";
 import { codecOf, unsupported } from "./codec.js";
 import { type Json, toApiJson } from "./json.js";
 import { plain } from "./test-support.js";
+// protobuf-es as the services run it (@funil/rpc configures its strings), the reference read against.
+import "./text-encoding.js";
 
 /** Every message type of the contracts: what the services send each other. */
 const schemas = (Object.values(contracts) as unknown[]).filter(
