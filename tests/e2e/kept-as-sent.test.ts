@@ -44,6 +44,20 @@ afterAll(async () => {
   await Promise.all([events.close(), rx.close()]);
 });
 
+/** crm's ContactService as a gRPC caller outside the project sees it (its .proto, @grpc/grpc-js). */
+function grpcUpsert() {
+  const protoDir = fileURLToPath(new URL("../../proto", import.meta.url));
+  const def = protoLoader.loadSync("funil/crm/v1/contacts.proto", {
+    includeDirs: [protoDir],
+    defaults: true,
+  });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    funil: { crm: { v1: { ContactService: grpc.ServiceClientConstructor } } };
+  };
+  const Ctor = pkg.funil.crm.v1.ContactService;
+  return { Ctor, method: Ctor.service.UpsertContact! };
+}
+
 let seq = 0;
 const phone = () => `+55 21 9${String(Date.now()).slice(-6)}${String(++seq).padStart(2, "0")}`;
 
@@ -264,17 +278,36 @@ describe("docs/api/conventions.md §Text is kept as sent: text is Unicode as sen
     expect(astral.status).toBe(200);
   });
 
+  it("a value that begins with U+FEFF (a byte order mark) is kept whole, through the API and from a gRPC caller", async () => {
+    const made = await ws.call("POST", "/contacts", { company: "\uFEFFAcme", phone: phone() });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expect(made.body.company).toBe("\uFEFFAcme");
+    expect((await ws.call("GET", `/contacts/${made.body.id}`)).body.company).toBe("\uFEFFAcme");
+
+    // gRPC reaches crm through protobuf-es's own decoder (the Connect library's path), not the generated codec.
+    const { Ctor, method } = grpcUpsert();
+    const p = phone();
+    const client = new Ctor(new URL(inject("crmUrl")).host, grpc.credentials.createInsecure());
+    try {
+      const answer = await new Promise<grpc.ServiceError | null>((resolve) =>
+        client.makeUnaryRequest(
+          method.path,
+          method.requestSerialize,
+          method.responseDeserialize,
+          { workspaceId: ws.id, fields: { company: "\uFEFFGrpc", phone: p } },
+          (err) => resolve(err),
+        ),
+      );
+      expect(answer?.details ?? null).toBeNull();
+    } finally {
+      client.close();
+    }
+    const [stored] = (await ws.call("GET", `/contacts?phone=${encodeURIComponent(p)}`)).body.data;
+    expect(stored.company).toBe("\uFEFFGrpc");
+  });
+
   it("an RPC caller's invalid UTF-8 in a string field is refused, never stored rewritten (gRPC and Connect)", async () => {
-    const protoDir = fileURLToPath(new URL("../../proto", import.meta.url));
-    const def = protoLoader.loadSync("funil/crm/v1/contacts.proto", {
-      includeDirs: [protoDir],
-      defaults: true,
-    });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as {
-      funil: { crm: { v1: { ContactService: grpc.ServiceClientConstructor } } };
-    };
-    const Ctor = pkg.funil.crm.v1.ContactService;
-    const method = Ctor.service.UpsertContact!;
+    const { Ctor, method } = grpcUpsert();
     const p = phone();
     const bytes = Buffer.from(
       method.requestSerialize({ workspaceId: ws.id, fields: { company: "xAAAy", phone: p } }),
