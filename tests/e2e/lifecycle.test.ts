@@ -1,14 +1,12 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer as httpServer } from "node:http";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { connectBus, ensureStreams } from "@funil/bus";
 import { naming } from "@funil/config";
 import { jetstreamManager } from "@nats-io/jetstream";
 import postgres from "postgres";
 import { describe, expect, inject, it } from "vitest";
+import { privateServer } from "../chaos/servers.js";
 import { gatewayCopy, newWorkspace, request, waitFor } from "../helpers.js";
 import { dropDatabases } from "../private-stack.js";
 
@@ -120,13 +118,13 @@ async function lonelyGateway(env: Record<string, string>) {
 
 describe("NATS away when the gateway starts (docs/operations.md §Faults)", () => {
   it("the gateway starts and serves; its events wait in its outbox and reach the stream once NATS is there", async () => {
-    const natsPort = await freePort();
+    // A NATS of its own, down until the gateway is up.
+    const nats = await privateServer("nats");
+    await nats.kill();
     // A database and streams of its own: the stack's gateway would otherwise relay the shared outbox.
     const funilEnv = `${inject("funilEnv")}_latebus`;
     await dropDatabases(funilEnv);
-    const gw = await lonelyGateway({ NATS_URL: `nats://127.0.0.1:${natsPort}`, FUNIL_ENV: funilEnv });
-    const dir = mkdtempSync(join(tmpdir(), "funil-late-nats-"));
-    let nats: ReturnType<typeof spawn> | undefined;
+    const gw = await lonelyGateway({ NATS_URL: nats.url, FUNIL_ENV: funilEnv });
     try {
       await started(gw, "gateway listening");
       expect(gw.output()).toContain("NATS unavailable at start");
@@ -137,13 +135,9 @@ describe("NATS away when the gateway starts (docs/operations.md §Faults)", () =
       const workspaceId = (created.body as { id: string }).id;
 
       // NATS arrives, with the streams the services would have made.
-      nats = spawn("/usr/sbin/nats-server", ["-a", "127.0.0.1", "-p", String(natsPort), "-js", "-sd", dir], {
-        stdio: "ignore",
-      });
+      await nats.start();
       const names = naming(funilEnv);
-      const nc = await waitFor(() =>
-        connectBus(`nats://127.0.0.1:${natsPort}`, "test").catch(() => undefined),
-      );
+      const nc = await connectBus(nats.url, "test");
       try {
         await ensureStreams(nc, names, ["EVENTS"]);
         await started(gw, "NATS reached");
@@ -162,8 +156,7 @@ describe("NATS away when the gateway starts (docs/operations.md §Faults)", () =
       expect(await gw.exited).toBe(0);
     } finally {
       gw.child.kill("SIGKILL");
-      nats?.kill("SIGKILL");
-      rmSync(dir, { recursive: true, force: true });
+      await nats.close();
       await dropDatabases(funilEnv);
     }
   });

@@ -263,9 +263,8 @@ export function eventRelayWhenConnected(opts: {
   log: Logger;
   names: Naming;
   name: string;
-  retryMs?: number;
 }) {
-  const { log, retryMs = BUS_RETRY_MS } = opts;
+  const { log } = opts;
   let stopped = false;
   let wake: (() => void) | undefined;
   let started: { nc: NatsConnection; relay: ReturnType<typeof startOutboxRelay> } | undefined;
@@ -284,14 +283,12 @@ export function eventRelayWhenConnected(opts: {
         failed = true;
         await new Promise<void>((resolve) => {
           wake = resolve;
-          setTimeout(resolve, retryMs).unref();
+          setTimeout(resolve, BUS_RETRY_MS).unref();
         });
       }
     }
   })();
   return {
-    /** Whether the bus was reached and the relay runs. */
-    connected: () => started !== undefined,
     async stop() {
       stopped = true;
       wake?.();
