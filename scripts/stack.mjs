@@ -21,12 +21,13 @@ const RESTART_RESET_MS = 30_000;
 /**
  * Each process's heap budget: old space (NODE_MAX_OLD_SPACE_MB) and each of the young generation's two
  * semi-spaces (NODE_MAX_SEMI_SPACE_MB). V8 otherwise lets the heap grow far past what the process uses
- * before it collects. Small semi-spaces keep the RSS of most processes down; webhooks and crm keep 16 MB,
- * because their short-lived objects (a delivery's, alive as long as its POST; a list page's rows and
- * messages) would outlive two scavenges at 8 MB and reach old space, costing CPU per delivery or page
- * for little RSS saved (bench/RESULTS.md, bench/RESULTS-webhooks.md have the figures).
+ * before it collects. Small semi-spaces keep the RSS of most processes down; crm keeps 16 MB, because a
+ * list page's rows and messages would outlive two scavenges at 8 MB and reach old space, costing CPU per
+ * page for little RSS saved (bench/RESULTS.md). The flag sizes every V8 heap of the process, webhooks'
+ * poster thread's too (a Worker's resourceLimits are ignored under it): at 8 MB webhooks delivers at the
+ * same CPU per delivery as at 16 and holds ~30 MB less; at 4 it pays ~45 % more (bench/RESULTS-webhooks.md).
  */
-const SEMI_SPACE_MB = { webhooks: 16, crm: 16 };
+const SEMI_SPACE_MB = { crm: 16 };
 export const heapFlags = (env, name) => [
   `--max-old-space-size=${env.NODE_MAX_OLD_SPACE_MB || 96}`,
   `--max-semi-space-size=${env.NODE_MAX_SEMI_SPACE_MB || SEMI_SPACE_MB[name] || 8}`,

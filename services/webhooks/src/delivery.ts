@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
-import { outsideTransaction } from "@funil/db";
+// The poster thread loads this module: the subpath keeps @funil/db's driver and stores out of its heap.
+import { outsideTransaction } from "@funil/db/transactions";
 import { Agent, type Dispatcher } from "undici";
 import { type AttemptResult, judgeResponse, RESPONSE_KEPT } from "./schedule.js";
 import { blockedAddress } from "./ssrf.js";
