@@ -106,7 +106,7 @@ export function profilesIn(dir) {
 function main(args) {
   const fromAt = args.indexOf("--from");
   const from = fromAt >= 0 ? Number(args[fromAt + 1]) : 0;
-  const files = args.filter((a, i) => a.endsWith(".cpuprofile") && i !== fromAt + 1);
+  const files = args.filter((a, i) => a.endsWith(".cpuprofile") && (fromAt < 0 || i !== fromAt + 1));
   if (files.length === 0 || files.length > 2 || !Number.isFinite(from)) {
     process.stderr.write("usage: node bench/profile.mjs A.cpuprofile [B.cpuprofile] [--from S]\n");
     process.exit(2);
