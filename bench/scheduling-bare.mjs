@@ -7,6 +7,12 @@
 //                                     size, no column transform, columns mapped by hand), the service's pure
 //                                     slot function (the rule itself: a developer writes its equal), the page
 //                                     of 500 and its signed cursor as every whole list pages, the JSON by hand;
+//   GET  /api/v1/appointments         one statement of the page on that pool (the filters the bench sends:
+//                                     from, to, calendarKey, status; by start time then id), the meetings'
+//                                     columns mapped by hand, the API's signed keyset cursor;
+//   GET  /api/v1/appointments/:id     one statement on that pool, the same mapping;
+//   GET  /api/v1/calendars            the workspace's calendars by one statement on that pool, mapped by hand,
+//                                     paged as every whole list (500, its signed cursor);
 //   POST /api/v1/appointments         the service's own booking transaction (the meeting, its outbox event and
 //                                     the day's count: the same writes in the same order, which a comparison of
 //                                     bookings needs), the contact's name read from crm's table directly.
@@ -146,6 +152,109 @@ app.get("/api/v1/calendars/:id/slots", async (req, reply) => {
     nextCursor:
       last && start + page.length < slots.length
         ? encodeCursor("slots", bound, [start + page.length - 1, last.startAt.toISOString()])
+        : null,
+  };
+});
+
+const iso = (d) => (d ? d.toISOString() : null);
+/** A meeting as the API shows it, from the row's columns. */
+const meetingJson = (r) => ({
+  id: r.id,
+  contactId: r.contact_id,
+  opportunityId: r.opportunity_id,
+  contactName: r.contact_name,
+  title: r.title,
+  location: r.location,
+  conferenceUrl: r.conference_url,
+  startAt: r.start_at.toISOString(),
+  endAt: r.end_at.toISOString(),
+  calendarId: r.calendar_id,
+  calendarKey: r.calendar_key,
+  assigneeUserId: r.assignee_user_id,
+  status: r.status,
+  outcome: r.outcome,
+  source: r.source,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+  createdByUserId: r.created_by_user_id,
+  createdBySource: r.created_by_source,
+  canceledAt: iso(r.canceled_at),
+  cancelReason: r.cancel_reason,
+  outcomeAt: iso(r.outcome_at),
+  recoveredFromAppointmentId: r.recovered_from_appointment_id,
+});
+const meetingColumns = sql`
+  id, contact_id, opportunity_id, contact_name, title, location, conference_url, start_at, end_at, calendar_id,
+  calendar_key, assignee_user_id, status, outcome, source, created_at, updated_at, created_by_user_id,
+  created_by_source, canceled_at, cancel_reason, outcome_at, recovered_from_appointment_id`;
+
+// Only the filters the benchmark sends (from, to, calendarKey, status, limit, cursor), taken as given.
+app.get("/api/v1/appointments", async (req) => {
+  const { cursor, limit: asked, ...filters } = req.query;
+  const ws = req.workspaceId;
+  const status = filters.status ?? "scheduled";
+  // The cursor is bound to the filters as given, the status with its default, and the workspace.
+  const bound = { ...filters, status, workspaceId: ws };
+  const limit = Number(asked ?? 100);
+  const after = cursor ? decodeCursor(cursor, "appointments", bound, ["timestamp", "string"]) : undefined;
+  const rows = await sql`
+    select ${meetingColumns} from appointments
+    where workspace_id = ${ws}
+      ${status === "all" ? sql`` : sql`and status = ${status}`}
+      ${filters.from ? sql`and start_at >= ${filters.from}` : sql``}
+      ${filters.to ? sql`and start_at < ${filters.to}` : sql``}
+      ${filters.calendarKey ? sql`and calendar_key = ${filters.calendarKey}` : sql``}
+      ${after ? sql`and (start_at, id) > (${after[0]}, ${after[1]})` : sql``}
+    order by start_at, id
+    limit ${limit + 1}`;
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    data: page.map(meetingJson),
+    nextCursor:
+      rows.length > limit
+        ? encodeCursor("appointments", bound, [last.start_at.toISOString(), last.id])
+        : null,
+  };
+});
+
+app.get("/api/v1/appointments/:id", async (req, reply) => {
+  const [row] = await sql`
+    select ${meetingColumns} from appointments where workspace_id = ${req.workspaceId} and id = ${req.params.id}`;
+  if (!row) return problem(reply, 404, "not_found", "appointment not found");
+  return meetingJson(row);
+});
+
+// The whole list, paged as every whole list (services/gateway/src/routes/v1/whole-list.ts): 500 a page.
+app.get("/api/v1/calendars", async (req) => {
+  const rows = await sql`
+    select id, key, name, duration_min, daily_cap, timezone, slot_interval_min, assignee_user_ids, availability
+    from calendars where workspace_id = ${req.workspaceId} order by created_at, id`;
+  const bound = { workspaceId: req.workspaceId };
+  const limit = Number(req.query.limit ?? 500);
+  let start = 0;
+  if (req.query.cursor) {
+    const [index, id] = decodeCursor(req.query.cursor, "calendars", bound, ["number", "string"]);
+    const at = rows.findIndex((c) => c.id === id);
+    start = at >= 0 ? at + 1 : index;
+  }
+  const page = rows.slice(start, start + limit);
+  const last = page.at(-1);
+  return {
+    data: page.map((c) => ({
+      id: c.id,
+      key: c.key,
+      name: c.name,
+      durationMin: c.duration_min,
+      dailyCap: c.daily_cap,
+      timezone: c.timezone,
+      slotIntervalMin: c.slot_interval_min,
+      assigneeUserIds: c.assignee_user_ids,
+      availability: c.availability,
+    })),
+    nextCursor:
+      last && start + page.length < rows.length
+        ? encodeCursor("calendars", bound, [start + page.length - 1, last.id])
         : null,
   };
 });

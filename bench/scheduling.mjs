@@ -1,14 +1,18 @@
-// Scheduling bench (docs/benchmarks.md): slots for 31 days on a calendar of 10 assignees with 10 000 booked meetings,
-// booking throughput on distinct free times at 16 connections, and a storm of 100 concurrent requests on one
-// time. Baseline in the same run: bench/scheduling-bare.mjs, a bare Fastify app with the same key check: the
-// slots as a developer would write them in one process (plain statements, columns mapped by hand, the
-// service's pure slot function), the booking through the service's own transaction; no gateway, Connect,
-// crm RPC or Redis. The slots follow bench/compare.mjs' protocol (8 and 32 connections, the open loop; a row
-// of `npm run bench`'s summary); the booking runs BENCH_RUNS times through both, alternating, the table
-// giving the median of each figure and the ratio gateway / bare. CPU µs per request per process come from
-// /proc (bench/procstat.mjs; PostgreSQL: the backends of the scheduling and crm databases), RSS is the peak
-// during the row. Results are appended to bench/RESULTS-scheduling.md. compare.mjs' BENCH_QUICK,
-// BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS, BENCH_OPEN_LOOP, and BENCH_MEETINGS, BENCH_ENV change the run.
+// Scheduling bench (docs/benchmarks.md): on a workspace of 20 calendars, one of them with 10 assignees and
+// 10 000 booked meetings, the read routes: slots for 31 days on that calendar, GET /appointments (the first
+// page at the default limit, and one day of that calendar by calendarKey, from and to: an agenda's poll),
+// GET /appointments/{id} over 500 of the booked meetings, GET /calendars (the whole list); then booking
+// throughput on distinct free times at 16 connections, and a storm of 100 concurrent requests on one time.
+// Baseline in the same run: bench/scheduling-bare.mjs, a bare Fastify app with the same key check: the
+// reads as a developer would write them in one process (plain statements, columns mapped by hand, the
+// service's pure slot function, the API's signed cursors), the booking through the service's own
+// transaction; no gateway, Connect, crm RPC or Redis. The reads follow bench/compare.mjs' protocol (8 and
+// 32 connections, the open loop; each a row of `npm run bench`'s summary); the booking runs BENCH_RUNS
+// times through both, alternating, the table giving the median of each figure and the ratio gateway / bare.
+// CPU µs per request per process come from /proc (bench/procstat.mjs; PostgreSQL: the backends of the
+// scheduling and crm databases), RSS is the peak during the row. Results are appended to
+// bench/RESULTS-scheduling.md. compare.mjs' BENCH_QUICK, BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS,
+// BENCH_OPEN_LOOP, and BENCH_MEETINGS, BENCH_ENV change the run.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
@@ -139,6 +143,25 @@ try {
       availability: week,
     }),
   );
+  // The workspace's other calendars, so that GET /calendars lists a realistic 20: business hours in a
+  // zone of their own, durations from 15 to 60 min, 2 to 5 of the members each. None has meetings.
+  const business = [1, 2, 3, 4, 5].flatMap((weekday) => [
+    { weekday, start: "09:00", end: "12:00" },
+    { weekday, start: "13:00", end: "18:00" },
+  ]);
+  for (let i = 1; i < 20; i++)
+    await must(
+      call("POST", `/admin/v1/workspaces/${ws.id}/calendars`, {
+        key: `team-${String(i).padStart(2, "0")}`,
+        name: `Team ${i} demo`,
+        durationMin: [15, 30, 45, 60][i % 4],
+        ...(i % 3 === 0 && { slotIntervalMin: 15 }),
+        dailyCap: 10 + i,
+        timezone: i % 2 ? "America/Sao_Paulo" : "America/Manaus",
+        assigneeUserIds: members.slice(i % 6, (i % 6) + 2 + (i % 4)),
+        availability: business,
+      }),
+    );
   const contact = await must(call("POST", "/api/v1/contacts", { name: "Bench", email: "b@b.test" }, key));
   const day0 = Date.parse(new Date(Date.now() + 86_400_000).toISOString().slice(0, 10));
   const slotAt = (i) => new Date(day0 + i * 15 * 60_000).toISOString();
@@ -169,10 +192,19 @@ try {
   const fillRate = MEETINGS / ((Date.now() - started) / 1000);
   log(`fill: ${Math.round(fillRate)} bookings/s`);
 
-  // Fresh statistics and visibility for the plans (this machine's PostgreSQL runs without autovacuum).
+  // Fresh statistics and visibility for the plans (this machine's PostgreSQL runs without autovacuum); the
+  // meetings GET /appointments/{id} reads: 500 spread over the booked ones.
+  let meetingIds;
   {
     const db = postgres(dbUrl(`funil_${ENV}_scheduling`), { max: 1, onnotice: () => {} });
     await db`vacuum analyze`;
+    const all = (await db`select id from appointments where workspace_id = ${ws.id} order by id`).map(
+      (r) => r.id,
+    );
+    meetingIds = Array.from(
+      { length: Math.min(500, all.length) },
+      (_, i) => all[Math.floor((i * all.length) / 500)],
+    );
     await db.end();
   }
 
@@ -217,8 +249,8 @@ try {
   const to = new Date(day0 + 31 * DAY).toISOString();
   const slotsPath = `/api/v1/calendars/${cal.id}/slots?from=${from}&to=${to}`;
 
-  // The same answers first: the slots' first page equal, a booking equal but for its id and times of writing.
-  await checkEqual("slots", base, bareUrl, slotsPath, key);
+  // The same answers first: a booking equal but for its id and times of writing (each read is checked
+  // equal before it is measured).
   const slotCount = (await (await fetch(base + slotsPath, { headers: auth })).json()).data.length;
   const bookingAt = (url, at) =>
     fetch(`${url}/api/v1/appointments`, {
@@ -269,32 +301,56 @@ try {
     };
   };
 
-  // The slots: the read routes' protocol (compare.mjs), its warm-up included.
-  const slotsRow = await compare({
-    service: "scheduling",
-    name: `GET /calendars/{id}/slots (31 days, 10 assignees, ${MEETINGS} meetings; first page, ${slotCount} slots)`,
-    path: slotsPath,
-    key,
-    sides: {
-      gateway: {
-        url: base,
-        groups: () => ({
-          gateway: () => [stack.pid("gateway")],
-          scheduling: () => [stack.pid("scheduling")],
-          postgres: () => pgOf.gateway,
-        }),
-      },
-      bare: { url: bareUrl, groups: () => ({ bare: () => [bare.pid], postgres: () => pgOf.bare }) },
+  // The read routes: compare.mjs' protocol, its warm-up included, each checked equal first.
+  const sides = {
+    gateway: {
+      url: base,
+      groups: () => ({
+        gateway: () => [stack.pid("gateway")],
+        scheduling: () => [stack.pid("scheduling")],
+        postgres: () => pgOf.gateway,
+      }),
     },
-    prepare: async () => {
-      const apps = async (name) =>
-        (await pg`select pid from pg_stat_activity where split_part(application_name, ':', 1) = ${name}`).map(
-          (r) => r.pid,
-        );
-      [pgOf.gateway, pgOf.bare] = [await apps(`funil_${ENV}_scheduling`), await apps("bench_bare")];
+    bare: { url: bareUrl, groups: () => ({ bare: () => [bare.pid], postgres: () => pgOf.bare }) },
+  };
+  const prepare = async () => {
+    const apps = async (name) =>
+      (await pg`select pid from pg_stat_activity where split_part(application_name, ':', 1) = ${name}`).map(
+        (r) => r.pid,
+      );
+    [pgOf.gateway, pgOf.bare] = [await apps(`funil_${ENV}_scheduling`), await apps("bench_bare")];
+  };
+  let nextMeeting = 0;
+  const byId = [
+    {
+      setupRequest: (req) => ({
+        ...req,
+        path: `/api/v1/appointments/${meetingIds[nextMeeting++ % meetingIds.length]}`,
+      }),
     },
-    log,
-  });
+  ];
+  const dayFrom = new Date(day0 + DAY).toISOString();
+  const dayTo = new Date(day0 + 2 * DAY).toISOString();
+  const reads = [
+    [
+      `GET /calendars/{id}/slots (31 days, 10 assignees, ${MEETINGS} meetings; first page, ${slotCount} slots)`,
+      slotsPath,
+    ],
+    [`GET /appointments (first page, default limit 100; ${MEETINGS} meetings)`, "/api/v1/appointments"],
+    [
+      "GET /appointments?calendarKey&from&to (one day of the calendar, first page of 100)",
+      `/api/v1/appointments?calendarKey=bench&from=${dayFrom}&to=${dayTo}`,
+    ],
+    [`GET /appointments/{id} (${meetingIds.length} meetings)`, `/api/v1/appointments/${meetingIds[0]}`, byId],
+    ["GET /calendars (whole list, 20 calendars)", "/api/v1/calendars"],
+  ];
+  const readRows = [];
+  for (const [name, p, requests] of reads) {
+    await checkEqual(name, base, bareUrl, p, key);
+    readRows.push(
+      await compare({ service: "scheduling", name, path: p, key, sides, requests, prepare, log }),
+    );
+  }
 
   // Unmeasured warm-up of both booking paths (JIT, pools), on times of their own.
   for (const [url, day] of [
@@ -355,9 +411,9 @@ try {
   const lines = [
     `\n## ${new Date().toISOString()} — median of ${RUNS} runs × ${SECONDS} s per path, fill of ${MEETINGS} meetings through the API at ${Math.round(fillRate)}/s`,
     "",
-    `Slots: bench/compare.mjs' protocol against the plain bare route (scheduling-bare.mjs), ratio = gateway req/s ÷ bare req/s; ${os.availableParallelism()} cores, load average ${os.loadavg()[0].toFixed(1)} at the end. CPU is µs per request from /proc/<pid>/stat (postgres: each side's backends).`,
+    `Reads (slots, meetings, calendars): bench/compare.mjs' protocol against the plain bare routes (scheduling-bare.mjs), ratio = gateway req/s ÷ bare req/s; ${os.availableParallelism()} cores, load average ${os.loadavg()[0].toFixed(1)} at the end. CPU is µs per request from /proc/<pid>/stat (postgres: each side's backends).`,
     "",
-    ...compareTable([slotsRow]),
+    ...compareTable(readRows),
     "",
     "Gateway path: client → gateway → Connect → scheduling (→ crm, Redis) → PostgreSQL. Bare: bench/scheduling-bare.mjs, the same key check, SQL, driver and JSON in one Fastify process. Ratio = gateway / bare. CPU is µs per request from /proc/<pid>/stat (all threads); pg = the backends of the scheduling and crm databases.",
     "",
