@@ -1,5 +1,5 @@
-// `npm run bench`: every service's bench one after the other (crm: run.mjs, then learning, timeline,
-// scheduling and webhooks), each against its own bare route in the same run, then one summary table of
+// `npm run bench`: every service's bench one after the other (crm: run.mjs and crm-reads.mjs, then learning,
+// timeline, scheduling, webhooks and webhooks-reads.mjs), each against its own bare route in the same run, then one summary table of
 // every read route in bench/RESULTS-summary.md (crm, learning and timeline, bench/compare.mjs' protocol):
 // the gateway ÷ bare req/s ratio at 8 and 32 connections, the CPU µs per request of each process (from
 // /proc), the highest RSS and the open-loop p99 ratio. The summary says how long each bench took. Each
@@ -16,12 +16,16 @@ import path from "node:path";
 
 const BENCHES = {
   crm: ["bench/run.mjs"],
+  // Tasks, members, pipelines, custom fields and the funnel.
+  "crm-reads": ["bench/crm-reads.mjs"],
   learning: ["bench/learning.mjs"],
   // Its reads only: the ingest throughput has no bare route to compare with.
   timeline: ["bench/timeline.mjs", { BENCH_ONLY: "reads" }],
   // Their own protocols (slots and bookings; deliveries against a raw POST loop): rows in their own files.
   scheduling: ["bench/scheduling.mjs"],
   webhooks: ["bench/webhooks.mjs"],
+  // Subscriptions, deliveries, attempts, the event log, the audit, the catalog and the admin workspace list.
+  "webhooks-reads": ["bench/webhooks-reads.mjs"],
 };
 const chosen = (process.env.BENCH_SERVICES ?? Object.keys(BENCHES).join(",")).split(",");
 const summary = path.join(mkdtempSync(path.join(os.tmpdir(), "funil-bench-")), "summary.jsonl");

@@ -10,7 +10,8 @@
 // bench waits until every delivery is over (delivered or dead), stops the services the reads do not use
 // (crm, scheduling, timeline, learning) and vacuums. Then GET /webhooks, /webhooks/{id}, its deliveries and
 // attempts (the flaky subscription's), /events, /audit, /webhooks/event-types and /admin/v1/workspaces.
-// BENCH_ONLY=<pattern> runs the routes whose name matches. CPU is µs per request per process from /proc
+// BENCH_PROFILE=<dir> runs the gateway and webhooks under node --cpu-prof writing there (<dir>/gateway,
+// <dir>/webhooks). BENCH_ONLY=<pattern> runs the routes whose name matches. CPU is µs per request per process from /proc
 // (the gateway side: gateway, webhooks, their PostgreSQL backends, and NATS for /events and /audit, which
 // ask it for the event log's ack floor; the bare side: the bare process and its backends). Progress on
 // stderr; results appended to bench/RESULTS-webhooks-reads.md. At the end the stack, the receiver and the
@@ -102,7 +103,16 @@ receiver.listen(0, "127.0.0.1");
 await once(receiver, "listening");
 const receiverUrl = `http://127.0.0.1:${receiver.address().port}`;
 
-const stack = await startStack({ env, port: 0, stdio: process.env.BENCH_LOG ?? "ignore" });
+const PROFILE = process.env.BENCH_PROFILE;
+const stack = await startStack({
+  env,
+  port: 0,
+  stdio: process.env.BENCH_LOG ?? "ignore",
+  nodeArgs: (name) =>
+    PROFILE && ["gateway", "webhooks"].includes(name)
+      ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`]
+      : [],
+});
 const base = stack.gatewayUrl;
 log("stack up");
 const hooks = postgres(dbUrl(`funil_${ENV}_webhooks`), { max: 1, onnotice: () => {} });
