@@ -1,5 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventsSubscriber, keyFor, newWorkspace, type Workspace, waitFor } from "../helpers.js";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { DomainEventSchema, WebhookService } from "@funil/contracts";
+import { toApiJson } from "@funil/rpc";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { eventsSubscriber, gatewayUrl, keyFor, newWorkspace, type Workspace, waitFor } from "../helpers.js";
 import { type Receiver, startReceiver } from "../receiver.js";
 import { contact, deal, pipeline } from "./crm-fixtures.js";
 import { ahead, book, calendar } from "./scheduling-fixtures.js";
@@ -157,6 +161,35 @@ describe("GET /events (docs/api/events.md §Catch-up: GET /events)", () => {
     expect(listed.data.id).toBe(c.id);
     expect(JSON.stringify(listed)).toBe(delivered!.raw);
     expect(Object.keys(listed)).toEqual(["id", "type", "createdAt", "workspaceId", "data"]);
+  });
+
+  it("docs/api/events.md §Catch-up: GET /events: the page carries the bodies receivers got, verbatim; the service answers the same events as messages to a caller that does not ask for them as JSON", async () => {
+    const ws = await newWorkspace();
+    const path = `/events-raw-${Date.now().toString(36)}`;
+    expect(
+      (await ws.call("POST", "/webhooks", { url: rx.url(path), events: ["contact.created"] })).status,
+    ).toBe(201);
+    // A name with an accent, a quote and a line break: bytes that a second serializer could write differently.
+    await contact(ws, { name: 'Zoë "Zé"\nSilva', tags: ["lead", "🚀"] });
+    const [delivered] = await waitFor(async () => (rx.at(path).length > 0 ? rx.at(path) : undefined), 20_000);
+    await caughtUp(ws, 1, undefined, "type=contact.created");
+    const res = await fetch(`${gatewayUrl()}/api/v1/events?type=contact.created`, {
+      headers: { authorization: `Bearer ${ws.key}` },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    const text = await res.text();
+    expect(text).toBe(`{"data":[${delivered!.raw}],"nextCursor":null}`);
+
+    // A gateway copy that does not ask for api_json (as during a rolling update) gets messages of the same events.
+    const webhooks = createClient(WebhookService, createGrpcTransport({ baseUrl: inject("webhooksUrl") }));
+    const asked = { workspaceId: ws.id, scopes: ["contacts.read"], type: "contact.created" };
+    const messages = await webhooks.listEvents(asked);
+    expect(messages.dataJson.length).toBe(0);
+    expect(messages.data.map((e) => toApiJson(DomainEventSchema, e))).toEqual(JSON.parse(text).data);
+    const json = await webhooks.listEvents({ ...asked, apiJson: true });
+    expect(json.data).toEqual([]);
+    expect(Buffer.from(json.dataJson).toString("utf8")).toBe(`[${delivered!.raw}]`);
   });
 
   it("docs/api/events.md §Catch-up: GET /events: only the event types of the key's read scopes; asking for another type is 403 missing_scope; a key without any is refused", async () => {

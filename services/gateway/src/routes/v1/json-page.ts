@@ -1,0 +1,14 @@
+import type { FastifyReply } from "fastify";
+
+const OPEN = Buffer.from('{"data":');
+
+/**
+ * A list page its service sent already written as the API's JSON (a `data_json` array): answered as it
+ * came, with the next cursor added; nothing is decoded, mapped or serialized on the way.
+ */
+export function sendJsonPage(reply: FastifyReply, dataJson: Uint8Array, nextCursor: string | undefined) {
+  const close = Buffer.from(
+    `,"nextCursor":${nextCursor === undefined ? "null" : JSON.stringify(nextCursor)}}`,
+  );
+  return reply.type("application/json; charset=utf-8").send(Buffer.concat([OPEN, dataJson, close]));
+}
