@@ -74,10 +74,12 @@ const databaseUrl = (name) => {
 
 await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
 const server = postgres(serverUrl, { max: 1, onnotice: () => {} });
-// Every run starts from empty databases, so its tables hold exactly the rows it wrote.
+// Every run starts from empty databases, so its tables hold exactly the rows it wrote. Only its own:
+// funil_bench_<service>, not another bench's funil_bench_<env>_<service> (no service name has a "_").
 for (const { datname } of await server`
   select datname from pg_database where datname like ${`funil\\_${opts.funilEnv}\\_%`}`)
-  await server.unsafe(`drop database if exists "${datname}" with (force)`);
+  if (!datname.slice(`funil_${opts.funilEnv}_`.length).includes("_"))
+    await server.unsafe(`drop database if exists "${datname}" with (force)`);
 
 // The processes on the path of the paired reads: the single reads compose crm and timeline.
 const PROFILED = ["gateway", "crm", "timeline"];
