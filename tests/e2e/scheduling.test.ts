@@ -443,6 +443,44 @@ describe("cancel, reschedule, outcome (docs/api/meetings.md §POST /appointments
 });
 
 describe("GET /appointments (docs/api/meetings.md §GET /appointments; docs/api/conventions.md §Lists and pagination)", () => {
+  it("docs/api/meetings.md §Meeting (appointment): reads by id at once (one RPC batch, one statement) each answer their own meeting; another workspace's id is 404 not_found", async () => {
+    const [own, other] = [await newWorkspace(), await newWorkspace()];
+    const [cal, otherCal] = [await calendar(own), await calendar(other)];
+    const [c, oc] = [await contact(own), await contact(other)];
+    const mine = [];
+    for (const hhmm of ["09:00", "10:00", "11:00"])
+      mine.push(
+        (
+          await book(own, {
+            calendarId: cal.id,
+            contactId: c.id,
+            startAt: ahead(4, hhmm),
+            assigneeUserId: cal.assigneeUserIds[0],
+          })
+        ).body.id as string,
+      );
+    const theirs = (
+      await book(other, {
+        calendarId: otherCal.id,
+        contactId: oc.id,
+        startAt: ahead(4, "09:00"),
+        assigneeUserId: otherCal.assigneeUserIds[0],
+      })
+    ).body.id as string;
+    const ids = [mine[0]!, theirs, mine[1]!, mine[2]!, "ap_unknown", mine[0]!];
+    const reads = await Promise.all(ids.map((id) => own.call("GET", `/appointments/${id}`)));
+    expect(reads.map((r) => r.status)).toEqual([200, 404, 200, 200, 404, 200]);
+    expect(reads.map((r) => r.body.id ?? r.body.error.code)).toEqual([
+      mine[0],
+      "not_found",
+      mine[1],
+      mine[2],
+      "not_found",
+      mine[0],
+    ]);
+    expect(reads[2]!.body.startAt).toBe(ahead(4, "10:00"));
+  });
+
   it("docs/api/meetings.md §GET /appointments: status scheduled by default, canceled and all with canceledAt; calendarKey, from/to on startAt, outcome; keyset by (startAt, id)", async () => {
     const own = await newWorkspace();
     const cal = await calendar(own);

@@ -1,4 +1,4 @@
-import type { Sql } from "@funil/db";
+import { coalescedReads, type Sql } from "@funil/db";
 import type { AppointmentRecord, Outcome } from "../booking.js";
 import type { LocalDay } from "../local-time.js";
 import { bookingStore } from "./bookings.js";
@@ -48,11 +48,16 @@ function meetingReads(sql: Sql) {
       return listQuery(sql, workspaceId, f, limit, after);
     },
 
-    async get(workspaceId: string, id: string): Promise<AppointmentRecord | undefined> {
-      const [row] = await sql<AppointmentRecord[]>`
-        select ${columns(sql)} from appointments where workspace_id = ${workspaceId} and id = ${id}`;
-      return row;
-    },
+    /** A meeting by id; the reads of one RPC batch in one statement. */
+    get: coalescedReads<AppointmentRecord>(sql, {
+      async one(workspaceId, id) {
+        const [row] = await sql<AppointmentRecord[]>`
+          select ${columns(sql)} from appointments where workspace_id = ${workspaceId} and id = ${id}`;
+        return row;
+      },
+      many: (keys) => sql<AppointmentRecord[]>`
+        select ${columns(sql)} from appointments where (workspace_id, id) in ${keys}`,
+    }),
 
     /** Scheduled meetings of a calendar's day, as PostgreSQL counts them (what Redis is rebuilt from). */
     async dayCount(calendarId: string, day: LocalDay): Promise<number> {

@@ -129,3 +129,32 @@ describe("webhooks handlers (docs/api/webhooks.md)", () => {
     });
   });
 });
+
+describe("reads by id made at once (an RPC batch) share one statement", () => {
+  it("docs/api/webhooks.md §Subscription: each read gets its own subscription; another workspace's id and an unknown id are not_found", async () => {
+    const [one, two] = [await create("https://8.8.8.8/one"), await create("https://8.8.8.8/two")];
+    const ids = [one, two].map((r) => ("ok" in r ? r.ok.subscription!.id : ""));
+    // Started in one turn, as the calls of one batch are.
+    const reads = await Promise.all(
+      [
+        [workspaceId, ids[0]],
+        ["ws_other", ids[0]],
+        [workspaceId, ids[1]],
+        [workspaceId, "wh_unknown"],
+        [workspaceId, ids[0]],
+      ].map(([ws, id]) =>
+        webhooks.getWebhook({ workspaceId: ws!, id: id! }).then(
+          (r) => r.subscription!.url,
+          (err) => describeError(err).code,
+        ),
+      ),
+    );
+    expect(reads).toEqual([
+      "https://8.8.8.8/one",
+      "not_found",
+      "https://8.8.8.8/two",
+      "not_found",
+      "https://8.8.8.8/one",
+    ]);
+  });
+});

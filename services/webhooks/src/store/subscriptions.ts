@@ -1,4 +1,12 @@
-import { type EmitChange, inTransaction, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
+import {
+  coalescedReads,
+  type EmitChange,
+  inTransaction,
+  newId,
+  type Origin,
+  type Sql,
+  type TransactionSql,
+} from "@funil/db";
 import { applyPatch, type SubscriptionChanges, type SubscriptionRecord } from "../subscriptions.js";
 
 export const columns = (sql: Sql) => sql`
@@ -57,11 +65,16 @@ export function subscriptionStore(sql: Sql, emit: EmitSubscriptionEvent) {
         order by created_at, id limit 1000`;
     },
 
-    async get(workspaceId: string, id: string): Promise<SubscriptionRecord | undefined> {
-      const [row] = await sql<SubscriptionRecord[]>`
-        select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId} and id = ${id}`;
-      return row;
-    },
+    /** A subscription by id; the reads of one RPC batch in one statement. */
+    get: coalescedReads<SubscriptionRecord>(sql, {
+      async one(workspaceId, id) {
+        const [row] = await sql<SubscriptionRecord[]>`
+          select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId} and id = ${id}`;
+        return row;
+      },
+      many: (keys) => sql<SubscriptionRecord[]>`
+        select ${columns(sql)} from subscriptions where (workspace_id, id) in ${keys}`,
+    }),
 
     /** PATCH; a change that changes nothing writes nothing (updatedAt stays). */
     async update(
