@@ -2,7 +2,7 @@ import { connectBus, ensureStreams, type NatsConnection } from "@funil/bus";
 import { naming } from "@funil/config";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loggedUpTo } from "./event-log.js";
+import { floorOf, loggedUpTo } from "./event-log.js";
 import { FANOUT_DURABLE } from "./fanout.js";
 
 /**
@@ -55,5 +55,30 @@ describe("the event log's floor (docs/api/events.md §Catch-up: GET /events)", (
     expect(await upTo()).toBe(before);
     const never = loggedUpTo(own, names);
     await expect(never()).rejects.toMatchObject({ code: "unavailable" });
+  });
+
+  it("docs/api/events.md §Catch-up: GET /events: the catch-ups of one turn share one question to NATS; a catch-up after it went out gets an answer asked after it began", async () => {
+    let asked = 0;
+    let floor = 5;
+    const upTo = floorOf(async () => {
+      asked++;
+      const answer = floor;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return answer;
+    });
+    // Three calls of one RPC batch: one question.
+    expect(await Promise.all([upTo(), upTo(), upTo()])).toEqual([5, 5, 5]);
+    expect(asked).toBe(1);
+    // A call that starts while a question is out does not take that question's older answer.
+    const first = upTo();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    floor = 9;
+    const second = upTo();
+    expect([await first, await second]).toEqual([5, 9]);
+    expect(asked).toBe(3);
+    // Shared on the real stream too: every call of the turn gets the same floor.
+    const real = loggedUpTo(nc, names);
+    const floors = await Promise.all([real(), real(), real()]);
+    expect(new Set(floors).size).toBe(1);
   });
 });

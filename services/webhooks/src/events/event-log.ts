@@ -12,14 +12,28 @@ import { FANOUT_DURABLE } from "./fanout.js";
  * last floor it gave stands (a floor never goes back).
  */
 export function loggedUpTo(nc: NatsConnection, names: Naming): () => Promise<number> {
-  const ask = acknowledgedUpTo(nc, names.stream("EVENTS"), FANOUT_DURABLE);
+  return floorOf(acknowledgedUpTo(nc, names.stream("EVENTS"), FANOUT_DURABLE));
+}
+
+/**
+ * The floor as `ask` gives it, kept monotonic (loggedUpTo). The catch-ups that ask in one turn of the event
+ * loop (the calls of one RPC batch) share one question, sent after the last of them asked, so each gets a
+ * floor at least as recent as its own request; one that asks once the question is out waits for a new one.
+ */
+export function floorOf(ask: () => Promise<number>): () => Promise<number> {
   let last: number | undefined;
-  return async () => {
+  let next: Promise<number> | undefined;
+  const askNow = async () => {
+    next = undefined;
     try {
       last = Math.max(last ?? 0, await ask());
     } catch {
       if (last === undefined) throw fail("unavailable", "the event stream does not answer; retry");
     }
     return last;
+  };
+  return () => {
+    next ??= new Promise<void>((resolve) => setImmediate(resolve)).then(askNow);
+    return next;
   };
 }
