@@ -32,7 +32,7 @@ describe("the event log's floor (docs/api/events.md §Catch-up: GET /events)", (
   it("docs/api/events.md §Catch-up: GET /events: an event is listed only once every earlier one is recorded: the floor stays below an event still on its way", async () => {
     const js = jetstream(nc);
     for (let i = 1; i <= 3; i++) await js.publish(names.subject("events.contact.created"), `{"n":${i}}`);
-    const upTo = loggedUpTo(nc, names);
+    const upTo = loggedUpTo(nc, names, 0);
     expect(await upTo()).toBe(0);
     const consumer = await js.consumers.get(names.stream("EVENTS"), FANOUT_DURABLE);
     const batch = await consumer.fetch({ max_messages: 3, expires: 2_000 });
@@ -49,23 +49,24 @@ describe("the event log's floor (docs/api/events.md §Catch-up: GET /events)", (
 
   it("docs/api/events.md §Catch-up: GET /events: while NATS does not answer, the last floor stands; with none yet, 503 unavailable", async () => {
     const own = await connectBus(url, "event-log-test-2");
-    const upTo = loggedUpTo(own, names);
+    const upTo = loggedUpTo(own, names, 0);
     const before = await upTo();
     await own.close();
     expect(await upTo()).toBe(before);
-    const never = loggedUpTo(own, names);
+    const never = loggedUpTo(own, names, 0);
     await expect(never()).rejects.toMatchObject({ code: "unavailable" });
   });
 
-  it("docs/api/events.md §Catch-up: GET /events: the catch-ups of one turn share one question to NATS; a catch-up after it went out gets an answer asked after it began", async () => {
+  it("docs/api/events.md §Catch-up: GET /events: the catch-ups of one turn share one question to NATS; a catch-up after it went out gets an answer asked after it began; a floor is used again for FLOOR_MAX_AGE_MS", async () => {
     let asked = 0;
     let floor = 5;
-    const upTo = floorOf(async () => {
+    const ask = async () => {
       asked++;
       const answer = floor;
       await new Promise((resolve) => setTimeout(resolve, 20));
       return answer;
-    });
+    };
+    const upTo = floorOf(ask, 0);
     // Three calls of one RPC batch: one question.
     expect(await Promise.all([upTo(), upTo(), upTo()])).toEqual([5, 5, 5]);
     expect(asked).toBe(1);
@@ -76,6 +77,16 @@ describe("the event log's floor (docs/api/events.md §Catch-up: GET /events)", (
     const second = upTo();
     expect([await first, await second]).toEqual([5, 9]);
     expect(asked).toBe(3);
+    // A floor asked less than maxAgeMs ago is used again; after that, a new question.
+    const aged = floorOf(ask, 200);
+    asked = 0;
+    expect(await aged()).toBe(9);
+    floor = 12;
+    expect(await aged()).toBe(9);
+    expect(asked).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(await aged()).toBe(12);
+    expect(asked).toBe(2);
     // Shared on the real stream too: every call of the turn gets the same floor.
     const real = loggedUpTo(nc, names);
     const floors = await Promise.all([real(), real(), real()]);
