@@ -3,7 +3,10 @@
 // same data, at each connection count, runs alternating which side goes first so the machine's drift falls
 // on both; then an open-loop run at half the bare route's top rate, 32 connections, for the p99s. Medians.
 // With BENCH_SUMMARY=<file> each route's row is appended to it as one JSON line, for bench/all.mjs' table.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { appendFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { isDeepStrictEqual } from "node:util";
 import { measure, median } from "./load.mjs";
 
@@ -20,6 +23,30 @@ export const protocol = {
 async function answer(base, path, key) {
   const res = await fetch(base + path, { headers: { authorization: `Bearer ${key}` } });
   return { status: res.status, body: await res.json() };
+}
+
+/**
+ * Starts a bench's bare route (`file`, next to this one) as its own process with `env` added, so /proc shows
+ * its CPU; resolves to { pid, url, stop } once it prints the port it listens on. stop() waits for its exit.
+ */
+export async function startBare(file, env) {
+  const child = spawn(process.execPath, [new URL(file, import.meta.url).pathname], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const [port] = await Promise.race([
+    once(createInterface({ input: child.stdout }), "line"),
+    once(child, "exit").then(([code]) => Promise.reject(new Error(`${file} exited: ${code}`))),
+  ]);
+  return {
+    pid: child.pid,
+    url: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    },
+  };
 }
 
 /** Throws unless both answer 200 with the same body: else the comparison means nothing. */

@@ -1,29 +1,12 @@
-// crm's other read routes against their bare route (`npm run bench:crm-reads`, docs/benchmarks.md): GET /tasks
-// (page 1 at the default limit in the list's order, and filtered by one assignee), the whole lists GET
-// /members, /pipelines and /custom-fields?entity=contact, and GET /funnel over all time. Its own stack
-// (FUNIL_ENV=BENCH_ENV, default bench_crmreads) filled through the gateway's admin and public API with 16
-// clients: BENCH_MEMBERS members (default 50, one in ten deactivated), 3 pipelines of 4, 5 and 6 stages,
-// 20 custom-field definitions (12 of contacts), BENCH_CONTACTS contacts (2000), BENCH_DEALS deals (1000: a
-// quarter then won or lost, one in 25 trashed) and BENCH_TASKS tasks (5000: over the active members and
-// the contacts, one in five about a deal, one in five then completed); then VACUUM ANALYZE. Each route
-// through the gateway and through the bare route (bench/crm-reads-bare.mjs: the page written plainly in
-// one Fastify process, checked to answer the same body first) by bench/compare.mjs (BENCH_QUICK,
-// BENCH_RUNS, BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_OPEN_LOOP; with BENCH_SUMMARY a row of `npm run
-// bench`'s summary each). BENCH_ONLY (a pattern of the routes' names) runs some of them. CPU µs per request
-// per process from /proc (postgres: each side's backends). Appends the results to bench/RESULTS-crm-reads.md;
-// at the end stops the stack and drops its databases and streams.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
 import { appendFileSync, existsSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import { createInterface } from "node:readline";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
-import { checkEqual, compare, compareTable, protocol } from "./compare.mjs";
+import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
 import { apiClient } from "./fill.mjs";
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 50);
@@ -88,34 +71,13 @@ const backends = async (apps) =>
     await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = any(${apps})`
   ).map((r) => r.pid);
 
-/** Starts the bare baseline as its own process; resolves to { pid, url, stop } once it listens. */
-async function startBare() {
-  const child = spawn(process.execPath, [new URL("./crm-reads-bare.mjs", import.meta.url).pathname], {
-    env: {
-      ...process.env,
-      BARE_CRM_DB: dbUrl(`funil_${ENV}_crm`),
-      BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
-      CURSOR_KEYS: env.CURSOR_KEYS,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
+/** The bare baseline (bench/crm-reads-bare.mjs) on this run's databases. */
+const startCrmBare = () =>
+  startBare("./crm-reads-bare.mjs", {
+    BARE_CRM_DB: dbUrl(`funil_${ENV}_crm`),
+    BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
+    CURSOR_KEYS: env.CURSOR_KEYS,
   });
-  const [port] = await Promise.race([
-    createInterface({ input: child.stdout })
-      [Symbol.asyncIterator]()
-      .next()
-      .then((r) => [r.value]),
-    new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`bare exited: ${code}`)))),
-  ]);
-  const exited = once(child, "exit");
-  return {
-    pid: child.pid,
-    url: `http://127.0.0.1:${port}`,
-    stop: () => {
-      child.kill("SIGTERM");
-      return exited;
-    },
-  };
-}
 
 /** The workspace's definitions through the admin API: members, pipelines, custom fields. */
 async function definitions(ws) {
@@ -241,7 +203,7 @@ try {
     [`GET /funnel (all time, ${DEALS} deals)`, "/api/v1/funnel"],
   ].filter(([name]) => !ONLY || ONLY.test(name));
 
-  bare = await startBare();
+  bare = await startCrmBare();
   const pgOf = { gateway: [], bare: [] };
   const sides = {
     gateway: {

@@ -1,17 +1,5 @@
-// Timeline benchmark (`npm run bench:timeline`, docs/benchmarks.md): its own stack (FUNIL_ENV=BENCH_ENV, default
-// bench_timeline), BENCH_INTERACTIONS interactions of one workspace loaded in bulk with COPY (default
-// 500 000; the issue's full size is BENCH_INTERACTIONS=5000000), the plans of the list queries (EXPLAIN
-// ANALYZE of the timeline's own SQL), then GET /interactions by contactId, by userId + channel, page 1 and a
-// page 10 000 deep, each through the gateway and through the bare route (bench/timeline-bare.mjs: the page
-// written plainly in one Fastify process, checked to answer the same body first) by bench/compare.mjs
-// (BENCH_QUICK, BENCH_RUNS, BENCH_SECONDS, BENCH_CONNECTIONS); the composed single reads through the gateway. Then the ingest
-// throughput of one timeline process draining a backlog of BENCH_INGEST inbox messages (default 100 000;
-// the issue's is 1 000 000). BENCH_ONLY=reads|ingest runs one half; BENCH_PROFILE=<dir> runs the gateway and
-// the timeline under node --cpu-prof writing there (<dir>/gateway, <dir>/timeline). Prints progress; appends the results to bench/RESULTS-timeline.md.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { appendFileSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -21,7 +9,7 @@ import { encodeCursor, useCursorKeys } from "../packages/rpc/dist/cursor.js";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { interactionStore } from "../services/timeline/dist/store/interactions.js";
-import { checkEqual, compare, compareTable, protocol } from "./compare.mjs";
+import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
 import { measure, median } from "./load.mjs";
 import { cpuSeconds, rssMb } from "./procstat.mjs";
 
@@ -94,26 +82,13 @@ const backends = async (apps) =>
     await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = any(${apps})`
   ).map((r) => r.pid);
 
-/** Starts the bare baseline as its own process; resolves to { pid, url, stop } once it listens. */
-async function startBare() {
-  const child = spawn(process.execPath, [new URL("./timeline-bare.mjs", import.meta.url).pathname], {
-    env: {
-      ...process.env,
-      BARE_TIMELINE_DB: dbUrl(`funil_${ENV}_timeline`),
-      BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
-      CURSOR_KEYS: env.CURSOR_KEYS,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
+/** The bare baseline (bench/timeline-bare.mjs) on this run's databases. */
+const startTimelineBare = () =>
+  startBare("./timeline-bare.mjs", {
+    BARE_TIMELINE_DB: dbUrl(`funil_${ENV}_timeline`),
+    BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
+    CURSOR_KEYS: env.CURSOR_KEYS,
   });
-  const [port] = await Promise.race([
-    createInterface({ input: child.stdout })
-      [Symbol.asyncIterator]()
-      .next()
-      .then((r) => [r.value]),
-    new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`bare exited: ${code}`)))),
-  ]);
-  return { pid: child.pid, url: `http://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") };
-}
 
 /**
  * The plan of the timeline's own list query (the SQL its store sends, captured through the driver's
@@ -307,7 +282,7 @@ async function plansOf(ws, scenarios) {
 
 /** Each scenario through the gateway and through the bare route, alternating on the same data. */
 async function compareLists(scenarios, key) {
-  bare = await startBare();
+  bare = await startTimelineBare();
   const pgOf = { gateway: [], bare: [] };
   const sides = {
     gateway: {

@@ -1,34 +1,14 @@
-// Webhooks reads benchmark (`npm run bench:webhooks-reads`): the read routes the webhooks service answers
-// and the admin API's workspace list, each through the gateway and through its bare route
-// (bench/webhooks-reads-bare.mjs: the same answers written plainly in one Fastify process, checked to answer
-// the same body first) by bench/compare.mjs' protocol (BENCH_QUICK, BENCH_RUNS, BENCH_SECONDS,
-// BENCH_CONNECTIONS, BENCH_OPEN_LOOP). Its own stack (FUNIL_ENV=BENCH_ENV, default bench_hookreads), filled
-// through the public API: 20 workspaces with 3 keys each; in the first, 30 subscriptions to a local receiver
-// (one flaky: every 4th POST answers 500; 5 always 500; 24 answer 200) with a short retry schedule, then
-// BENCH_CONTACTS contacts (default 1200), two thirds as many deals, a third won or lost and a third of the
-// contacts changed, so that the event log, the deliveries and the attempt log hold thousands of rows; the
-// bench waits until every delivery is over (delivered or dead), stops the services the reads do not use
-// (crm, scheduling, timeline, learning) and vacuums. Then GET /webhooks, /webhooks/{id}, its deliveries and
-// attempts (the flaky subscription's), /events, /audit, /webhooks/event-types and /admin/v1/workspaces.
-// BENCH_PROFILE=<dir> runs the gateway and webhooks under node --cpu-prof writing there (<dir>/gateway,
-// <dir>/webhooks). BENCH_ONLY=<pattern> runs the routes whose name matches. CPU is µs per request per process from /proc
-// (the gateway side: gateway, webhooks, their PostgreSQL backends, and NATS for /events and /audit, which
-// ask it for the event log's ack floor; the bare side: the bare process and its backends). Progress on
-// stderr; results appended to bench/RESULTS-webhooks-reads.md. At the end the stack, the receiver and the
-// bare process stop, and the env's databases and NATS streams are dropped.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
-import { createInterface } from "node:readline";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
-import { checkEqual, compare, compareTable, protocol } from "./compare.mjs";
+import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
 
 const ENV = process.env.BENCH_ENV ?? "bench_hookreads";
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1200);
@@ -267,32 +247,14 @@ async function settled(ws, written, subscriptions) {
   }
 }
 
-/** Starts the bare baseline as its own process; resolves to { pid, url, stop } once it listens. */
-async function startBare() {
-  const child = spawn(process.execPath, [new URL("./webhooks-reads-bare.mjs", import.meta.url).pathname], {
-    env: {
-      ...process.env,
-      BARE_WEBHOOKS_DB: dbUrl(`funil_${ENV}_webhooks`),
-      BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
-      BARE_ADMIN_TOKEN: stack.adminToken,
-      CURSOR_KEYS: env.CURSOR_KEYS,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
+/** The bare baseline (bench/webhooks-reads-bare.mjs) on this run's databases. */
+const startHooksBare = () =>
+  startBare("./webhooks-reads-bare.mjs", {
+    BARE_WEBHOOKS_DB: dbUrl(`funil_${ENV}_webhooks`),
+    BARE_GATEWAY_DB: dbUrl(`funil_${ENV}_gateway`),
+    BARE_ADMIN_TOKEN: stack.adminToken,
+    CURSOR_KEYS: env.CURSOR_KEYS,
   });
-  const [port] = await Promise.race([
-    once(createInterface({ input: child.stdout }), "line"),
-    once(child, "exit").then(([code]) => Promise.reject(new Error(`bare exited: ${code}`))),
-  ]);
-  return {
-    pid: child.pid,
-    url: `http://127.0.0.1:${port}`,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      child.kill("SIGTERM");
-      await once(child, "exit");
-    },
-  };
-}
 
 /** The NATS server's pids (GET /events and /audit ask it for the log's ack floor at each request). */
 const natsPids = () =>
@@ -315,7 +277,7 @@ const backends = async (apps) =>
 
 /** Each route through the gateway and through the bare route, alternating on the same data. */
 async function measureRoutes(key, sub) {
-  bare = await startBare();
+  bare = await startHooksBare();
   const nats = natsPids();
   const pgOf = { gateway: [], bare: [] };
   const sidesOf = (service, withNats) => ({
