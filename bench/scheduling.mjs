@@ -12,7 +12,8 @@
 // CPU µs per request per process come from /proc (bench/procstat.mjs; PostgreSQL: the backends of the
 // scheduling and crm databases), RSS is the peak during the row. Results are appended to
 // bench/RESULTS-scheduling.md. compare.mjs' BENCH_QUICK, BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS,
-// BENCH_OPEN_LOOP, and BENCH_MEETINGS, BENCH_ENV change the run.
+// BENCH_OPEN_LOOP, and BENCH_MEETINGS, BENCH_ENV change the run; BENCH_PROFILE=<dir> runs the gateway and
+// scheduling under node --cpu-prof writing there (<dir>/<name>).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
@@ -53,7 +54,15 @@ const dbUrl = (name) => Object.assign(new URL(SERVER), { pathname: `/${name}` })
     await server.unsafe(`drop database "${datname}" with (force)`);
   await server.end();
 }
-const stack = await startStack({ env, port: 0, stdio: "ignore" });
+const stack = await startStack({
+  env,
+  port: 0,
+  stdio: "ignore",
+  nodeArgs: (name) =>
+    process.env.BENCH_PROFILE && ["gateway", "scheduling"].includes(name)
+      ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}/${name}`]
+      : [],
+});
 const base = stack.gatewayUrl;
 
 async function call(method, p, body, key, headers = {}) {
