@@ -7,7 +7,8 @@ import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
-import { apiClient } from "./fill.mjs";
+import { apiClient, parallel as parallelCalls } from "./fill.mjs";
+import { backendsOf } from "./procstat.mjs";
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 50);
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 2000);
@@ -51,25 +52,15 @@ const base = stack.gatewayUrl;
 const call = apiClient(base, stack.adminToken);
 let bare;
 
-/** Runs `one(i)` for i < count with 16 clients; returns the seconds it took. */
+/** Runs `one(i)` for i < count with 16 clients (fill.mjs); logs and returns the seconds it took. */
 async function parallel(what, count, one) {
-  const started = Date.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 16 }, async () => {
-      while (next < count) await one(next++);
-    }),
-  );
-  const seconds = (Date.now() - started) / 1000;
+  const seconds = await parallelCalls(count, one, () => {});
   log(`${what}: ${count} in ${seconds.toFixed(1)} s`);
   return seconds;
 }
 
 /** PostgreSQL backends of the given application names. */
-const backends = async (apps) =>
-  (
-    await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = any(${apps})`
-  ).map((r) => r.pid);
+const backends = (apps) => backendsOf(server, apps);
 
 /** The bare baseline (bench/crm-reads-bare.mjs) on this run's databases. */
 const startCrmBare = () =>

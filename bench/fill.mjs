@@ -19,7 +19,7 @@ export function apiClient(base, adminToken) {
 }
 
 /** Runs `count` calls of `one(i)` with 16 clients; returns the seconds it took. */
-async function parallel(count, one, progress) {
+export async function parallel(count, one, progress) {
   const started = Date.now();
   let next = 0;
   let done = 0;

@@ -2,9 +2,30 @@
 // request is measured, not guessed from a profile. utime + stime of /proc/<pid>/stat count every thread
 // of the process (GC helpers and libuv's pool included).
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+
+/** The pids of the processes whose command is `comm` (e.g. "nats-server"). */
+export function pidsNamed(comm) {
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/comm`, "utf8").trim() === comm;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** The PostgreSQL backends (pids) of the given application names, asked through `sql`. */
+export async function backendsOf(sql, apps) {
+  const rows = await sql`
+    select pid from pg_stat_activity where split_part(application_name, ':', 1) = any(${apps})`;
+  return rows.map((r) => r.pid);
+}
 
 /** CPU seconds used so far by one process, or undefined when it is gone. */
 export function cpuSeconds(pid) {

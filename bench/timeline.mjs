@@ -11,7 +11,7 @@ import { startStack } from "../scripts/stack.mjs";
 import { interactionStore } from "../services/timeline/dist/store/interactions.js";
 import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
 import { measure, median } from "./load.mjs";
-import { cpuSeconds, rssMb } from "./procstat.mjs";
+import { backendsOf, cpuSeconds, rssMb } from "./procstat.mjs";
 
 const ROWS = Number(process.env.BENCH_INTERACTIONS ?? 500_000);
 const BACKLOG = Number(process.env.BENCH_INGEST ?? 100_000);
@@ -77,10 +77,7 @@ async function call(method, path, body, key) {
 /** CPU time (µs) and resident memory (MiB) of a process, from /proc (bench/procstat.mjs). */
 const usage = (pid) => ({ cpuUs: (cpuSeconds(pid) ?? 0) * 1e6, rssMiB: rssMb(pid) ?? 0 });
 /** PostgreSQL backends of the given application names. */
-const backends = async (apps) =>
-  (
-    await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = any(${apps})`
-  ).map((r) => r.pid);
+const backends = (apps) => backendsOf(server, apps);
 
 /** The bare baseline (bench/timeline-bare.mjs) on this run's databases. */
 const startTimelineBare = () =>

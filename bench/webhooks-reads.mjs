@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -9,6 +9,7 @@ import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
+import { backendsOf, pidsNamed } from "./procstat.mjs";
 
 const ENV = process.env.BENCH_ENV ?? "bench_hookreads";
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1200);
@@ -256,29 +257,13 @@ const startHooksBare = () =>
     CURSOR_KEYS: env.CURSOR_KEYS,
   });
 
-/** The NATS server's pids (GET /events and /audit ask it for the log's ack floor at each request). */
-const natsPids = () =>
-  readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/comm`, "utf8").trim() === "nats-server";
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-
 /** PostgreSQL backends of the given application names. */
-const backends = async (apps) =>
-  (
-    await server`select pid from pg_stat_activity where split_part(application_name, ':', 1) = any(${apps})`
-  ).map((r) => r.pid);
+const backends = (apps) => backendsOf(server, apps);
 
 /** Each route through the gateway and through the bare route, alternating on the same data. */
 async function measureRoutes(key, sub) {
   bare = await startHooksBare();
-  const nats = natsPids();
+  const nats = pidsNamed("nats-server");
   const pgOf = { gateway: [], bare: [] };
   const sidesOf = (service, withNats) => ({
     gateway: {

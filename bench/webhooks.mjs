@@ -12,7 +12,7 @@
 // as such, not waited for. Progress on stderr; results appended to bench/RESULTS-webhooks.md.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { appendFileSync, readdirSync, readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -20,7 +20,7 @@ import postgres from "postgres";
 import { Agent, request } from "undici";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
-import { cpuSeconds, watch } from "./procstat.mjs";
+import { cpuSeconds, pidsNamed, watch } from "./procstat.mjs";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000); // per phase; × 20 subscriptions = deliveries
 const BASELINE = Number(process.env.BENCH_BASELINE_REQUESTS ?? 40000);
@@ -116,16 +116,7 @@ const median = (xs) => {
 // The webhooks database's backends (found again at each phase) and the NATS server: what a delivery
 // costs the infrastructure, beside the webhooks process itself.
 let webhooksPg = [];
-const natsPids = readdirSync("/proc")
-  .filter((p) => /^\d+$/.test(p))
-  .filter((p) => {
-    try {
-      return readFileSync(`/proc/${p}/comm`, "utf8").trim() === "nats-server";
-    } catch {
-      return false;
-    }
-  })
-  .map(Number);
+const natsPids = pidsNamed("nats-server");
 const pids = {
   webhooks: () => [stack.pid("webhooks")].filter(Boolean),
   postgres: () => webhooksPg,
