@@ -1,4 +1,4 @@
-import { coalescedReads, type Sql } from "@funil/db";
+import { coalescedReads, pageLimit, type Sql } from "@funil/db";
 import type { AppointmentRecord, Outcome } from "../booking.js";
 import type { LocalDay } from "../local-time.js";
 import { bookingStore } from "./bookings.js";
@@ -19,12 +19,22 @@ export interface AppointmentFilters {
   outcome?: Outcome;
 }
 
-/** A page of meetings by start time, after the last one of the previous page. */
-function listQuery(
+/**
+ * A page of `take` meetings by start time, after the last one of the previous page; returned unexecuted
+ * so that explain.test.ts EXPLAINs the very statement. The usual page sizes are written into the
+ * statement (pageLimit) so that PostgreSQL keeps its plan: every filter but createdAfter and
+ * updatedAfter is an equality or a start_at range on an index in (start_at, id) order, which the kept
+ * plan walks as a plan made for the values does. createdAfter and updatedAfter need their values
+ * planned: a recent one reads its few rows by created_at or updated_at and sorts them, an old one walks
+ * start_at and filters. A named statement with `limit $n` does not ensure that (after five calls
+ * PostgreSQL kept the plan that walks start_at and read the whole workspace for a recent poll), so
+ * those are sent unnamed, planned at every call.
+ */
+export function listQuery(
   sql: Sql,
   workspaceId: string,
   f: AppointmentFilters,
-  limit: number,
+  take: number,
   after?: [Date, string],
 ) {
   const c = [sql`workspace_id = ${workspaceId}`];
@@ -37,15 +47,27 @@ function listQuery(
   if (f.outcome) c.push(sql`outcome = ${f.outcome}`);
   if (after) c.push(sql`(start_at, id) > (${after[0]}, ${after[1]})`);
   const where = c.reduce((acc, x) => sql`${acc} and ${x}`);
-  return sql<AppointmentRecord[]>`
-    select ${columns(sql)} from appointments where ${where} order by start_at, id limit ${limit}`;
+  const planned = !f.createdAfter && !f.updatedAfter;
+  const query = sql<AppointmentRecord[]>`
+    select ${columns(sql)} from appointments where ${where} order by start_at, id
+    ${pageLimit(sql, take, planned)}`;
+  return planned ? query : unnamed(query);
+}
+
+/**
+ * `query` sent as PostgreSQL's unnamed statement, which is planned for its values at each call.
+ * postgres.js reads a query's `prepare` option when it sends it; its tagged templates take no options.
+ */
+function unnamed<Q extends object>(query: Q): Q {
+  (query as { options?: { prepare?: boolean } }).options!.prepare = false;
+  return query;
 }
 
 /** Reading meetings: a list, one meeting, a day's count. */
 function meetingReads(sql: Sql) {
   return {
-    async list(workspaceId: string, f: AppointmentFilters, limit: number, after?: [Date, string]) {
-      return listQuery(sql, workspaceId, f, limit, after);
+    async list(workspaceId: string, f: AppointmentFilters, take: number, after?: [Date, string]) {
+      return listQuery(sql, workspaceId, f, take, after);
     },
 
     /** A meeting by id; the reads of one RPC batch in one statement. */
