@@ -1,4 +1,12 @@
-import { actorText, type EventEnvelope, inBatches, type Sql, SYSTEM, type TransactionSql } from "@funil/db";
+import {
+  actorText,
+  type EventEnvelope,
+  inBatches,
+  pageLimit,
+  type Sql,
+  SYSTEM,
+  type TransactionSql,
+} from "@funil/db";
 
 /** An event as it came off EVENTS: its envelope and its sequence in the stream. */
 export interface StreamEvent extends EventEnvelope {
@@ -65,7 +73,12 @@ export interface AuditRow {
   occurredAt: Date;
 }
 
-/** The event log's reads and its retention (docs/api/events.md §Catch-up: GET /events). */
+/**
+ * The event log's reads and its retention (docs/api/events.md §Catch-up: GET /events). The lists keep
+ * their page size a parameter (pageLimit's `planned` false): a generic plan cannot see how much of the
+ * workspace the window (after, upTo] holds, guesses a sliver, and sorts the workspace's events instead of
+ * walking them in seq order (store/explain.test.ts).
+ */
 export function eventLogStore(sql: Sql) {
   return {
     /** Where an event of the workspace stands in the stream; undefined when the log has no such event. */
@@ -77,7 +90,8 @@ export function eventLogStore(sql: Sql) {
 
     /**
      * The workspace's events of `types` after stream position `after` and up to `upTo`, in stream order,
-     * `take` at most.
+     * `take` at most. One type is an equality, which event_log_by_type answers in seq order; a list
+     * (`= any`) is not in that index's order, and walks event_log_by_workspace (store/explain.test.ts).
      */
     async list(
       workspaceId: string,
@@ -86,11 +100,11 @@ export function eventLogStore(sql: Sql) {
       upTo: number,
       take: number,
     ): Promise<LoggedEvent[]> {
+      const ofType = types.length === 1 ? sql`type = ${types[0]!}` : sql`type = any(${types}::text[])`;
       const rows = await sql<{ id: string; seq: string; body: string }[]>`
         select id, seq, body from event_log
-        where workspace_id = ${workspaceId} and seq > ${after} and seq <= ${upTo}
-          and type = any(${types}::text[])
-        order by seq limit ${take}`;
+        where workspace_id = ${workspaceId} and seq > ${after} and seq <= ${upTo} and ${ofType}
+        order by seq ${pageLimit(sql, take, false)}`;
       return rows.map((r) => ({ id: r.id, seq: Number(r.seq), body: r.body }));
     },
 
@@ -118,7 +132,7 @@ export function eventLogStore(sql: Sql) {
       const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
       const rows = await sql<Array<Omit<AuditRow, "seq"> & { seq: string }>>`
         select id, seq, type, entity_type, entity_id, actor, request_id, changes, occurred_at
-        from event_log where ${where} order by seq limit ${take}`;
+        from event_log where ${where} order by seq ${pageLimit(sql, take, false)}`;
       return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
     },
 
