@@ -1,4 +1,4 @@
-import { inBatches, type Sql } from "@funil/db";
+import { inBatches, pageLimit, type Sql } from "@funil/db";
 
 /** A line of the attempt log as the API shows it. */
 export interface AttemptRecord {
@@ -28,7 +28,12 @@ export function attemptStore(sql: Sql) {
   return {
     /**
      * The attempt log of a subscription, newest first (at desc, id desc),
-     * `take` rows after the keyset position `after`.
+     * `take` rows after the keyset position `after`, through
+     * attempts_by_subscription whatever the filters. The usual page sizes
+     * are written into the statement (pageLimit), whose generic plan is the
+     * one made for its values (store/explain.test.ts); the service's
+     * database plans every statement afresh by default (server.ts), so
+     * that plan is kept only by a session that asks for cached plans.
      */
     async list(
       subscriptionId: string,
@@ -45,7 +50,7 @@ export function attemptStore(sql: Sql) {
           ${f.from === undefined ? sql`` : sql`and at >= ${f.from}`}
           ${f.to === undefined ? sql`` : sql`and at < ${f.to}`}
           ${after ? sql`and (at, id) < (${after[0]}, ${after[1]})` : sql``}
-        order by at desc, id desc limit ${take}`;
+        order by at desc, id desc ${pageLimit(sql, take)}`;
     },
 
     /**
