@@ -1,5 +1,9 @@
-import { beforeAll, describe, expect, it } from "vitest";
-import { eventsSubscriber, keyFor, newWorkspace, type Workspace } from "../helpers.js";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { CalendarSchema, CalendarService } from "@funil/contracts";
+import { toApiJson } from "@funil/rpc";
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import { eventsSubscriber, gatewayUrl, keyFor, newWorkspace, type Workspace } from "../helpers.js";
 import { contact, deal, member, pipeline } from "./crm-fixtures.js";
 import { ahead, book, calendar } from "./scheduling-fixtures.js";
 
@@ -19,6 +23,53 @@ describe("calendars (docs/api/admin.md §Routes; docs/api/meetings.md §Calendar
       availability: expect.arrayContaining([{ weekday: 0, start: "00:00", end: "24:00" }]),
     });
     expect(list.body.nextCursor).toBeNull();
+  });
+
+  it("docs/api/meetings.md §GET /calendars: lists the workspace's calendars in order of creation, each as created, a calendar created after a list included in the next, none of another workspace", async () => {
+    const own = await newWorkspace();
+    const other = await newWorkspace();
+    const first = await calendar(own, {
+      availability: [{ weekday: 1, start: "09:00", end: "12:00" }],
+      name: 'Zoë "Zé" 🚀',
+    });
+    const theirs = await calendar(other);
+    const listed = async (w: Workspace) => {
+      const res = await w.call("GET", "/calendars");
+      expect(res.status).toBe(200);
+      return res.body.data;
+    };
+    expect(await listed(own)).toEqual([first]);
+    const second = await calendar(own, { durationMin: 15, slotIntervalMin: 5 });
+    const third = await calendar(own);
+    expect(await listed(own)).toEqual([first, second, third]);
+    expect(await listed(own)).toEqual([first, second, third]);
+    expect(await listed(other)).toEqual([theirs]);
+
+    // The gateway asks for the calendars as JSON and sends them on as they come; a caller that does not ask
+    // (a gateway copy of the version before, during a roll) gets messages that map to the same JSON.
+    const res = await fetch(`${gatewayUrl()}/api/v1/calendars?limit=2`, {
+      headers: { authorization: `Bearer ${own.key}` },
+    });
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    const page = (await res.json()) as { data: unknown[]; nextCursor: string };
+    expect(page.data).toEqual([first, second]);
+    const next = await own.call("GET", `/calendars?limit=2&cursor=${page.nextCursor}`);
+    expect(next.body).toEqual({ data: [third], nextCursor: null });
+    const scheduling = createClient(
+      CalendarService,
+      createGrpcTransport({ baseUrl: inject("schedulingUrl") }),
+    );
+    const messages = await scheduling.listCalendars({ workspaceId: own.id });
+    expect(messages.ids).toEqual([]);
+    expect(messages.data.map((c) => toApiJson(CalendarSchema, c))).toEqual([first, second, third]);
+    const json = await scheduling.listCalendars({ workspaceId: own.id, apiJson: true });
+    expect(json.data).toEqual([]);
+    expect(json.ids).toEqual([first.id, second.id, third.id]);
+    expect(json.itemsJson.map((b) => JSON.parse(Buffer.from(b).toString("utf8")))).toEqual([
+      first,
+      second,
+      third,
+    ]);
   });
 
   it("docs/api/admin.md §Routes: an unknown timezone is 400; an inactive or unknown assignee is 422 invalid_reference; a key twice is 409", async () => {

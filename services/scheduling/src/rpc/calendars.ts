@@ -10,7 +10,7 @@ import { localDayOf } from "../local-time.js";
 import { freeSlots, type Slot, slotRange } from "../slots.js";
 import type { AppointmentStore } from "../store/appointments.js";
 import type { CalendarStore } from "../store/calendars.js";
-import { calendarToProto, slotToProto } from "./wire.js";
+import { calendarJson, calendarToProto, slotToProto } from "./wire.js";
 
 const PAGE_FIELDS = ["limit", "afterStartAt", "afterIndex"];
 type FreeSlot = Slot & { assigneeUserId: string };
@@ -80,8 +80,12 @@ export function calendarService(deps: {
       return { calendar: calendarToProto(calendar) };
     },
 
+    /** With api_json the calendars go as the API's JSON, which the gateway answers as it comes. */
     async listCalendars(req) {
-      return { data: (await calendars.list(req.workspaceId)).map(calendarToProto) };
+      const list = await calendars.list(req.workspaceId);
+      return req.apiJson
+        ? { ids: list.map((c) => c.id), itemsJson: list.map(calendarJson) }
+        : { data: list.map(calendarToProto) };
     },
 
     async listSlots(req) {

@@ -26,6 +26,11 @@ export type EmitCalendarEvent = EmitChange<"calendar.created", CalendarRecord>;
 
 export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
   const cache = new Map<string, CalendarRecord>();
+  const remember = (row: CalendarRecord) => {
+    if (cache.size >= CACHED) cache.delete(cache.keys().next().value!);
+    cache.set(`${row.workspaceId} ${row.id}`, row);
+    return row;
+  };
   return {
     async create(workspaceId: string, input: CalendarInput, now: Date, by: Origin): Promise<CalendarRecord> {
       try {
@@ -56,22 +61,33 @@ export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
       }
     },
 
+    /**
+     * A workspace's calendars in order of creation. Only their ids are read each time (a calendar never
+     * changes, so the rows already in memory are the rows); the others are read in one statement.
+     */
     async list(workspaceId: string): Promise<CalendarRecord[]> {
-      return sql<CalendarRecord[]>`
-        select * from calendars where workspace_id = ${workspaceId} order by created_at, id`;
+      const ids = await sql<{ id: string }[]>`
+        select id from calendars where workspace_id = ${workspaceId} order by created_at, id`;
+      const found = new Map<string, CalendarRecord>();
+      const missing: string[] = [];
+      for (const { id } of ids) {
+        const cached = cache.get(`${workspaceId} ${id}`);
+        if (cached) found.set(id, cached);
+        else missing.push(id);
+      }
+      if (missing.length > 0)
+        for (const row of await sql<CalendarRecord[]>`
+          select * from calendars where workspace_id = ${workspaceId} and id = any(${missing})`)
+          found.set(row.id, remember(row));
+      return ids.flatMap(({ id }) => found.get(id) ?? []);
     },
 
     async get(workspaceId: string, id: string): Promise<CalendarRecord | undefined> {
-      const key = `${workspaceId} ${id}`;
-      const cached = cache.get(key);
+      const cached = cache.get(`${workspaceId} ${id}`);
       if (cached) return cached;
       const [row] = await sql<CalendarRecord[]>`
         select * from calendars where workspace_id = ${workspaceId} and id = ${id}`;
-      if (row) {
-        if (cache.size >= CACHED) cache.delete(cache.keys().next().value!);
-        cache.set(key, row);
-      }
-      return row;
+      return row && remember(row);
     },
   };
 }

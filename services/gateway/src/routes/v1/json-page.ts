@@ -12,3 +12,16 @@ export function sendJsonPage(reply: FastifyReply, dataJson: Uint8Array, nextCurs
   );
   return reply.type("application/json; charset=utf-8").send(Buffer.concat([OPEN, dataJson, close]));
 }
+
+/**
+ * A list page whose items its service sent each already written as the API's JSON (strings: a string is
+ * held in the heap, where many small buffers would each be memory outside it for the GC to sweep),
+ * answered as they came with the next cursor added.
+ */
+export function sendJsonItems(reply: FastifyReply, items: readonly string[], nextCursor: string | null) {
+  return reply
+    .type("application/json; charset=utf-8")
+    .send(
+      `{"data":[${items.join(",")}],"nextCursor":${nextCursor === null ? "null" : JSON.stringify(nextCursor)}}`,
+    );
+}
