@@ -13,7 +13,8 @@
 // scheduling and crm databases), RSS is the peak during the row. Results are appended to
 // bench/RESULTS-scheduling.md. compare.mjs' BENCH_QUICK, BENCH_SECONDS, BENCH_RUNS, BENCH_CONNECTIONS,
 // BENCH_OPEN_LOOP, and BENCH_MEETINGS, BENCH_ENV change the run; BENCH_PROFILE=<dir> runs the gateway and
-// scheduling under node --cpu-prof writing there (<dir>/<name>).
+// scheduling under node --cpu-prof writing there (<dir>/<name>); BENCH_ONLY=<pattern> runs only the reads whose
+// name matches (no booking, no storm).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
@@ -31,6 +32,7 @@ import { watch } from "./procstat.mjs";
 
 const { seconds: SECONDS, runs: RUNS } = protocol;
 const MEETINGS = Number(process.env.BENCH_MEETINGS ?? 10_000);
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
 const ENV = process.env.BENCH_ENV ?? "benchsched";
 const DAY = 86_400_000;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -354,7 +356,7 @@ try {
     ["GET /calendars (whole list, 20 calendars)", "/api/v1/calendars"],
   ];
   const readRows = [];
-  for (const [name, p, requests] of reads) {
+  for (const [name, p, requests] of reads.filter(([name]) => !ONLY || ONLY.test(name))) {
     await checkEqual(name, base, bareUrl, p, key);
     readRows.push(
       await compare({ service: "scheduling", name, path: p, key, sides, requests, prepare, log }),
@@ -368,14 +370,16 @@ try {
   ])
     await autocannon({ url, duration: 2, connections: 16, ...bookings(day) });
 
-  const scenarios = [
-    {
-      title: "POST /appointments (distinct free times), 16 connections",
-      // Each run and each path books days of its own (10 days apart: a run books well under 9 600).
-      opts: (run, via) => bookings(40 + 20 * run + (via === "bare" ? 10 : 0)),
-      path: "",
-    },
-  ];
+  const scenarios = ONLY
+    ? []
+    : [
+        {
+          title: "POST /appointments (distinct free times), 16 connections",
+          // Each run and each path books days of its own (10 days apart: a run books well under 9 600).
+          opts: (run, via) => bookings(40 + 20 * run + (via === "bare" ? 10 : 0)),
+          path: "",
+        },
+      ];
   const rows = [];
   for (const sc of scenarios) {
     const runs = { gateway: [], bare: [] };
@@ -396,7 +400,7 @@ try {
 
   // The storm: 100 concurrent requests for one time, three rounds (through the gateway).
   const storm = [];
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < (ONLY ? 0 : 3); round++) {
     const body = {
       calendarId: cal.id,
       contactId: contact.id,
@@ -423,19 +427,22 @@ try {
     `Reads (slots, meetings, calendars): bench/compare.mjs' protocol against the plain bare routes (scheduling-bare.mjs), ratio = gateway req/s ÷ bare req/s; ${os.availableParallelism()} cores, load average ${os.loadavg()[0].toFixed(1)} at the end. CPU is µs per request from /proc/<pid>/stat (postgres: each side's backends).`,
     "",
     ...compareTable(readRows),
-    "",
-    "Gateway path: client → gateway → Connect → scheduling (→ crm, Redis) → PostgreSQL. Bare: bench/scheduling-bare.mjs, the same key check, SQL, driver and JSON in one Fastify process. Ratio = gateway / bare. CPU is µs per request from /proc/<pid>/stat (all threads); pg = the backends of the scheduling and crm databases.",
-    "",
-    "| scenario | req/s gateway | req/s bare | ratio req/s | p50 ms gateway | p50 ms bare | ratio p50 | p99 ms gateway | p99 ms bare | CPU µs/req gateway / scheduling / crm / pg | CPU µs/req bare / pg | ratio CPU (all processes) | RSS MiB gateway / scheduling / crm | RSS MiB bare | non-2xx |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ...rows.map(({ title, gateway: g, bare: b }) => {
-      const gCpu = g.cpu.gateway + g.cpu.scheduling + g.cpu.crm + g.cpu.postgres;
-      const bCpu = b.cpu.bare + b.cpu.postgres;
-      return `| ${title} | ${Math.round(g.rps)} | ${Math.round(b.rps)} | ${(g.rps / b.rps).toFixed(2)} | ${g.p50} | ${b.p50} | ${(g.p50 / Math.max(b.p50, 0.5)).toFixed(1)} | ${g.p99} | ${b.p99} | ${g.cpu.gateway} / ${g.cpu.scheduling} / ${g.cpu.crm} / ${g.cpu.postgres} | ${b.cpu.bare} / ${b.cpu.postgres} | ${(gCpu / bCpu).toFixed(1)} | ${g.rss.gateway} / ${g.rss.scheduling} / ${g.rss.crm} | ${b.rss.bare} | ${g.bad + b.bad} |`;
-    }),
-    "",
-    `Storm of 100 concurrent requests on one time (3 rounds): ${storm.map((s) => `${s.created} created, ${s.taken} × 409, ${s.other} other, ${s.ms} ms`).join("; ")}.`,
   ];
+  if (!ONLY)
+    lines.push(
+      "",
+      "Gateway path: client → gateway → Connect → scheduling (→ crm, Redis) → PostgreSQL. Bare: bench/scheduling-bare.mjs, the same key check, SQL, driver and JSON in one Fastify process. Ratio = gateway / bare. CPU is µs per request from /proc/<pid>/stat (all threads); pg = the backends of the scheduling and crm databases.",
+      "",
+      "| scenario | req/s gateway | req/s bare | ratio req/s | p50 ms gateway | p50 ms bare | ratio p50 | p99 ms gateway | p99 ms bare | CPU µs/req gateway / scheduling / crm / pg | CPU µs/req bare / pg | ratio CPU (all processes) | RSS MiB gateway / scheduling / crm | RSS MiB bare | non-2xx |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+      ...rows.map(({ title, gateway: g, bare: b }) => {
+        const gCpu = g.cpu.gateway + g.cpu.scheduling + g.cpu.crm + g.cpu.postgres;
+        const bCpu = b.cpu.bare + b.cpu.postgres;
+        return `| ${title} | ${Math.round(g.rps)} | ${Math.round(b.rps)} | ${(g.rps / b.rps).toFixed(2)} | ${g.p50} | ${b.p50} | ${(g.p50 / Math.max(b.p50, 0.5)).toFixed(1)} | ${g.p99} | ${b.p99} | ${g.cpu.gateway} / ${g.cpu.scheduling} / ${g.cpu.crm} / ${g.cpu.postgres} | ${b.cpu.bare} / ${b.cpu.postgres} | ${(gCpu / bCpu).toFixed(1)} | ${g.rss.gateway} / ${g.rss.scheduling} / ${g.rss.crm} | ${b.rss.bare} | ${g.bad + b.bad} |`;
+      }),
+      "",
+      `Storm of 100 concurrent requests on one time (3 rounds): ${storm.map((s) => `${s.created} created, ${s.taken} × 409, ${s.other} other, ${s.ms} ms`).join("; ")}.`,
+    );
   appendFileSync(path.join(root, "bench", "RESULTS-scheduling.md"), `${lines.join("\n")}\n`);
   console.log(lines.join("\n"));
   log("appended to bench/RESULTS-scheduling.md");
