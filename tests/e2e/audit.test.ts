@@ -1,8 +1,13 @@
 import { createHash } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AuditEntrySchema, WebhookService } from "@funil/contracts";
+import { toApiJson } from "@funil/rpc";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   ALL_SCOPES,
   admin,
+  gatewayUrl,
   keyFor,
   newWorkspace,
   type Response,
@@ -293,6 +298,28 @@ describe("GET /audit", () => {
       ["workspace.created", mine.id],
       ["api_key.created", mine.keyId],
     ]);
+  });
+
+  it("docs/api/events.md §Audit: GET /audit: the gateway sends the page the webhooks service wrote as JSON; a caller that does not ask for JSON gets messages of the same entries", async () => {
+    const ws = await newWorkspace();
+    const c = await contact(ws, { name: 'Zoë "Zé"\nSilva' });
+    await write(ws.call("PATCH", `/contacts/${c.id}`, { tags: ["vip", "🚀"] }), 200);
+    const listed = await audited(ws, "contact", c.id, 2);
+    const res = await fetch(`${gatewayUrl()}/api/v1/audit?entity=contact&id=${c.id}`, {
+      headers: { authorization: `Bearer ${ws.key}` },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(await res.json()).toEqual({ data: listed, nextCursor: null });
+
+    const webhooks = createClient(WebhookService, createGrpcTransport({ baseUrl: inject("webhooksUrl") }));
+    const asked = { workspaceId: ws.id, entity: "contact", id: c.id, limit: 50 };
+    const messages = await webhooks.listAuditEntries(asked);
+    expect(messages.dataJson).toBe("");
+    expect(messages.data.map((e) => toApiJson(AuditEntrySchema, e))).toEqual(listed);
+    const json = await webhooks.listAuditEntries({ ...asked, apiJson: true });
+    expect(json.data).toEqual([]);
+    expect(JSON.parse(json.dataJson)).toEqual(listed);
   });
 
   it("docs/api/events.md §Audit: GET /audit: after lists the changes that occurred after an instant; id without entity is 400; limit is 1..500", async () => {

@@ -1,11 +1,12 @@
 import {
   type AuditEntry,
+  AuditEntrySchema,
   type ListAuditEntriesRequest,
   ListAuditEntriesRequestSchema,
 } from "@funil/contracts";
 import { actorFromText } from "@funil/db";
 import { invalid } from "@funil/errors";
-import { decodeCursor, encodeCursor, plainOf } from "@funil/rpc";
+import { decodeCursor, encodeCursor, plainOf, toApiJson } from "@funil/rpc";
 import { check, instant, listAuditQuery } from "@funil/schemas";
 import type { AuditRow } from "../store/event-log.js";
 import type { EventLogDeps } from "./events.js";
@@ -43,7 +44,7 @@ export function listAuditEntries(deps: EventLogDeps) {
   return async (req: ListAuditEntriesRequest) => {
     const { cursor, limit, ...bound } = check(
       listAuditQuery,
-      plainOf(ListAuditEntriesRequestSchema, req, ["workspaceId"]),
+      plainOf(ListAuditEntriesRequestSchema, req, ["workspaceId", "apiJson"]),
       "query",
     );
     if (bound.id !== undefined && bound.entity === undefined)
@@ -60,9 +61,14 @@ export function listAuditEntries(deps: EventLogDeps) {
     );
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return {
-      data: page.map(auditEntry),
-      nextCursor: rows.length > limit && last ? encodeCursor("audit", filters, [last.seq]) : undefined,
-    };
+    const nextCursor = rows.length > limit && last ? encodeCursor("audit", filters, [last.seq]) : undefined;
+    // Asked by the gateway: the page as the API's JSON, which it sends on without decoding or mapping it.
+    if (req.apiJson)
+      return {
+        data: [],
+        nextCursor,
+        dataJson: JSON.stringify(page.map((r) => toApiJson(AuditEntrySchema, auditEntry(r)))),
+      };
+    return { data: page.map(auditEntry), nextCursor };
   };
 }

@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { auditEntry, page } from "../../schemas/responses.js";
+import { sendJsonPage } from "./json-page.js";
 
 export const auditRoutes =
   (ctx: GatewayContext): FastifyPluginAsyncZod =>
@@ -26,11 +27,14 @@ export const auditRoutes =
           response: { 200: page(auditEntry), ...errorResponses(400, 401, 403) },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const res = await ctx.webhooks.webhooks.listAuditEntries({
           workspaceId: req.caller.workspaceId,
           ...req.query,
+          apiJson: true,
         });
+        if (res.dataJson.length > 0) return sendJsonPage(reply, res.dataJson, res.nextCursor);
+        // A webhooks copy of the version before api_json (during a roll) answers messages.
         return {
           data: res.data.map((e) => toApiJson(AuditEntrySchema, e) as z.output<typeof auditEntry>),
           nextCursor: res.nextCursor ?? null,
