@@ -21,7 +21,12 @@ const KEPT_TAKES = new Set([11, 21, 26, 51, 101, 201, 501]);
  * filters whose generic plan is the custom one (equalities and ranges on the
  * keyset indexes, checked in services/crm/src/store/explain.test.ts): a text
  * search or an array filter wants its values planned and passes
- * `planned = false`.
+ * `planned = false`. A parameter does not promise a plan per call: PostgreSQL
+ * keeps the generic plan after five calls whenever its estimate is no worse
+ * than the custom plans' (scheduling's createdAfter did so and walked the
+ * workspace), so a filter that must be planned for its values is also sent
+ * unnamed (services/scheduling/src/store/appointments.ts) or runs on a
+ * database that plans every statement (services/webhooks, customPlans).
  */
 export function pageLimit(sql: Sql, take: number, planned = true): postgres.Fragment {
   return planned && KEPT_TAKES.has(take) ? sql.unsafe(`limit ${take}`) : sql`limit ${take}`;
