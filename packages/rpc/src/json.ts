@@ -87,6 +87,15 @@ export function toApiJson<D extends DescMessage>(schema: D, message: MessageShap
   return mapperOf(schema)(message);
 }
 
+/**
+ * A page of messages as the API's JSON array, written by the service that read them (a list request's
+ * `api_json`): the gateway sends it on as it comes, with no decoding, mapping or serializing of its own.
+ */
+export function apiJsonArray<D extends DescMessage>(schema: D, messages: readonly MessageShape<D>[]): string {
+  const map = mapperOf(schema);
+  return JSON.stringify(messages.map((m) => map(m)));
+}
+
 /** The inverse of toApiJson: what a service remembered as API JSON, as the message again. */
 export function fromApiJson<D extends DescMessage>(schema: D, json: unknown): MessageShape<D> {
   const source = (json ?? {}) as Record<string, unknown>;

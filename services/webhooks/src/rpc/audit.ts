@@ -6,7 +6,7 @@ import {
 } from "@funil/contracts";
 import { actorFromText } from "@funil/db";
 import { invalid } from "@funil/errors";
-import { decodeCursor, encodeCursor, plainOf, toApiJson } from "@funil/rpc";
+import { apiJsonArray, decodeCursor, encodeCursor, plainOf } from "@funil/rpc";
 import { check, instant, listAuditQuery } from "@funil/schemas";
 import type { AuditRow } from "../store/event-log.js";
 import type { EventLogDeps } from "./events.js";
@@ -64,11 +64,7 @@ export function listAuditEntries(deps: EventLogDeps) {
     const nextCursor = rows.length > limit && last ? encodeCursor("audit", filters, [last.seq]) : undefined;
     // Asked by the gateway: the page as the API's JSON, which it sends on without decoding or mapping it.
     if (req.apiJson)
-      return {
-        data: [],
-        nextCursor,
-        dataJson: JSON.stringify(page.map((r) => toApiJson(AuditEntrySchema, auditEntry(r)))),
-      };
+      return { data: [], nextCursor, dataJson: apiJsonArray(AuditEntrySchema, page.map(auditEntry)) };
     return { data: page.map(auditEntry), nextCursor };
   };
 }
