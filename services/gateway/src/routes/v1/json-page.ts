@@ -2,9 +2,9 @@ import type { FastifyReply } from "fastify";
 
 /**
  * A list page its service sent already written as the API's JSON (a `data_json` array), answered as it came
- * with the next cursor added: nothing is decoded, mapped or serialized on the way. A string, not bytes: a
- * page of 100 events is ~100 KB, and buffers that size, each memory outside the heap, made a third of the
- * gateway's CPU garbage collection (bench/RESULTS-webhooks-reads.md).
+ * with the next cursor added: nothing is decoded, mapped or serialized on the way. A string, not bytes:
+ * buffers (a page of 100 events is ~100 KB), each memory outside the heap, cost the gateway more garbage
+ * collection than the copies they spared (bench/RESULTS-scheduling.md, bench/RESULTS-webhooks-reads.md).
  */
 export function sendJsonPage(reply: FastifyReply, dataJson: string, nextCursor: string | undefined) {
   return reply
