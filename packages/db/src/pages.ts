@@ -25,9 +25,19 @@ const KEPT_TAKES = new Set([11, 21, 26, 51, 101, 201, 501]);
  * keeps the generic plan after five calls whenever its estimate is no worse
  * than the custom plans' (scheduling's createdAfter did so and walked the
  * workspace), so a filter that must be planned for its values is also sent
- * unnamed (services/scheduling/src/store/appointments.ts) or runs on a
- * database that plans every statement (services/webhooks, customPlans).
+ * unnamed (plannedPerCall) or runs on a database that plans every statement
+ * (services/webhooks, customPlans).
  */
 export function pageLimit(sql: Sql, take: number, planned = true): postgres.Fragment {
   return planned && KEPT_TAKES.has(take) ? sql.unsafe(`limit ${take}`) : sql`limit ${take}`;
+}
+
+/**
+ * `query` sent as PostgreSQL's unnamed statement, which is planned for its values at each call: for a
+ * filter whose kept plan would be wrong for some values (pageLimit). postgres.js reads a query's `prepare`
+ * option when it sends it; its tagged templates take no options.
+ */
+export function plannedPerCall<Q extends object>(query: Q): Q {
+  (query as { options?: { prepare?: boolean } }).options!.prepare = false;
+  return query;
 }

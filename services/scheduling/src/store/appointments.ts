@@ -1,4 +1,4 @@
-import { coalescedReads, pageLimit, type Sql } from "@funil/db";
+import { coalescedReads, pageLimit, plannedPerCall, type Sql } from "@funil/db";
 import type { AppointmentRecord, Outcome } from "../booking.js";
 import type { LocalDay } from "../local-time.js";
 import { bookingStore } from "./bookings.js";
@@ -28,7 +28,7 @@ export interface AppointmentFilters {
  * planned: a recent one reads its few rows by created_at or updated_at and sorts them, an old one walks
  * start_at and filters. A named statement with `limit $n` does not ensure that (after five calls
  * PostgreSQL kept the plan that walks start_at and read the whole workspace for a recent poll), so
- * those are sent unnamed, planned at every call.
+ * those are sent unnamed (plannedPerCall), planned at every call.
  */
 export function listQuery(
   sql: Sql,
@@ -51,16 +51,7 @@ export function listQuery(
   const query = sql<AppointmentRecord[]>`
     select ${columns(sql)} from appointments where ${where} order by start_at, id
     ${pageLimit(sql, take, planned)}`;
-  return planned ? query : unnamed(query);
-}
-
-/**
- * `query` sent as PostgreSQL's unnamed statement, which is planned for its values at each call.
- * postgres.js reads a query's `prepare` option when it sends it; its tagged templates take no options.
- */
-function unnamed<Q extends object>(query: Q): Q {
-  (query as { options?: { prepare?: boolean } }).options!.prepare = false;
-  return query;
+  return planned ? query : plannedPerCall(query);
 }
 
 /** Reading meetings: a list, one meeting, a day's count. */
