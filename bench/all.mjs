@@ -7,7 +7,8 @@
 //   npm run bench                    the default sizes, 3 runs of 5 s per row and the open loop
 //   BENCH_QUICK=1 npm run bench      1 run of 2 s per row, no open loop: for iterating on a change
 //   BENCH_SERVICES=learning,timeline only those benches
-// Every other BENCH_* variable reaches the benches (bench/compare.mjs lists the protocol's).
+// Every other BENCH_* variable reaches the benches (bench/compare.mjs lists the protocol's). Last, tracing's
+// cost (bench/tracing.mjs, off and on at 10 % against a build without tracing) gets a table of its own.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -26,6 +27,18 @@ const BENCHES = {
   webhooks: ["bench/webhooks.mjs"],
   // Subscriptions, deliveries, attempts, the event log, the audit, the catalog and the admin workspace list.
   "webhooks-reads": ["bench/webhooks-reads.mjs"],
+  // The main reads and the upsert without tracing built in, with tracing off and on at 10 % (CPU per request
+  // at one rate: docs/operations.md §What it costs).
+  tracing: [
+    "bench/tracing.mjs",
+    {
+      BENCH_RATE: "250",
+      BENCH_TRACING_RATIOS: "0.1",
+      ...(process.env.BENCH_QUICK === "1"
+        ? { BENCH_SECONDS: "3", BENCH_ROUNDS: "1" }
+        : { BENCH_SECONDS: "10", BENCH_ROUNDS: "2" }),
+    },
+  ],
 };
 const chosen = (process.env.BENCH_SERVICES ?? Object.keys(BENCHES).join(",")).split(",");
 const summary = path.join(mkdtempSync(path.join(os.tmpdir(), "funil-bench-")), "summary.jsonl");
@@ -46,11 +59,13 @@ for (const name of chosen) {
   took[name] = (Date.now() - at) / 1000;
 }
 
-const results = readFileSync(summary, "utf8")
+const lines = readFileSync(summary, "utf8")
   .trim()
   .split("\n")
   .filter(Boolean)
   .map((l) => JSON.parse(l));
+const results = lines.filter((l) => l.tracing === undefined);
+const tracing = lines.find((l) => l.tracing !== undefined)?.tracing;
 /** Node processes of a side and their µs/request; PostgreSQL apart (its backends, summed). */
 const isPostgres = (k) => k.startsWith("postgres");
 const BARE = new Set(["bare", "postgres (bare)"]);
@@ -120,6 +135,16 @@ const page = [
   `|${head.map(() => "---").join("|")}|`,
   ...rows.map((r) => `| ${r.join(" | ")} |`),
   "",
+  ...(tracing
+    ? [
+        "## Tracing's cost (bench/tracing.mjs)",
+        "",
+        "CPU µs per request of each process at one rate; goals: off within 3 % of the build without tracing, on (10 % sampled) within 10 % of off.",
+        "",
+        tracing,
+        "",
+      ]
+    : []),
 ].join("\n");
 writeFileSync(new URL("./RESULTS-summary.md", import.meta.url), page);
 process.stdout.write(page);

@@ -6,7 +6,8 @@
 // the same filled databases, the modes in alternating order round after round; medians of req/s, p99 and
 // CPU per request of each process on the path, and the ratios to the build without tracing (the
 // machine is shared: CPU per request, read from /proc, is the figure to judge by, not req/s). Prints
-// Markdown tables; the dated results live in bench/RESULTS-tracing.md.
+// Markdown tables; the dated results live in bench/RESULTS-tracing.md. `npm run bench` runs it at 250 req/s,
+// 10 % sampled, and puts its table in bench/RESULTS-summary.md.
 //
 //   npm run bench:tracing
 //   BENCH_SECONDS=3 BENCH_ROUNDS=2 BENCH_CONNECTIONS=16 BENCH_CONTACTS=2000 BENCH_DEALS=500
@@ -25,6 +26,7 @@
 //   BENCH_MODES='off|on, 10 % sampled'  only the modes so named (as in the table), separated by |
 //   BENCH_LOG=<file>                the stacks' log lines go there
 //   BENCH_ENV=bench_tracing         the FUNIL_ENV of its databases and streams
+import { appendFileSync } from "node:fs";
 import * as http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -227,7 +229,11 @@ try {
   await server.end();
   await sink.close();
 }
-console.log(render(scenarios.map((s) => s.name)));
+const table = render(scenarios.map((s) => s.name));
+console.log(table);
+// bench/all.mjs puts the table in bench/RESULTS-summary.md.
+if (process.env.BENCH_SUMMARY)
+  appendFileSync(process.env.BENCH_SUMMARY, `${JSON.stringify({ tracing: table })}\n`);
 if (opts.profile) printProfiles();
 
 /**
@@ -245,19 +251,24 @@ function render(names) {
       `${opts.rounds} rounds × ${opts.seconds} s per mode and scenario, ` +
       `${opts.connections} connections${opts.rate ? ` at ${opts.rate} req/s` : ""} · ${sink.seen.exports} OTLP exports (${Math.round(sink.seen.bytes / 1024)} KB) received`,
     "",
-    `| scenario | tracing | req/s | p99 ms | ${PROCESSES.map((p) => `${p} µs/req`).join(" | ")} | all µs/req | CPU vs ${modes[0].name} |`,
-    `|---|---|---:|---:|${PROCESSES.map(() => "---:|").join("")}---:|---:|`,
+    `| scenario | tracing | req/s | p99 ms | ${PROCESSES.map((p) => `${p} µs/req`).join(" | ")} | all µs/req | CPU vs ${modes[0].name} | CPU vs off |`,
+    `|---|---|---:|---:|${PROCESSES.map(() => "---:|").join("")}---:|---:|---:|`,
   ];
   for (const name of names) {
-    const runs = (mode) => results.get(mode.name).get(name);
-    const reference = runs(modes[0]) && median(runs(modes[0]));
+    const medianOf = (modeName) => {
+      const runs = results.get(modeName)?.get(name);
+      return runs && median(runs);
+    };
+    const reference = medianOf(modes[0].name);
     for (const mode of modes) {
-      if (!runs(mode)) continue;
-      const m = median(runs(mode));
-      const ratio = mode === modes[0] || !reference ? "" : (total(m) / total(reference)).toFixed(3);
+      const m = medianOf(mode.name);
+      if (!m) continue;
+      const ratio = (to) => (to ? (total(m) / total(to)).toFixed(3) : "");
+      // "on" against the off of its own checkout: the goal of docs/operations.md §What it costs.
+      const off = mode.name.includes("on, ") ? medianOf(mode.name.replace(/on, .*/, "off")) : undefined;
       lines.push(
         `| ${name} | ${mode.name} | ${Math.round(m.rps)} | ${m.p99.toFixed(1)} | ` +
-          `${PROCESSES.map((p) => Math.round(m.cpuUs[p] ?? 0)).join(" | ")} | ${Math.round(total(m))} | ${ratio} |`,
+          `${PROCESSES.map((p) => Math.round(m.cpuUs[p] ?? 0)).join(" | ")} | ${Math.round(total(m))} | ${mode === modes[0] ? "" : ratio(reference)} | ${ratio(off)} |`,
       );
     }
   }
