@@ -1,4 +1,4 @@
-import { pageLimit, type Sql } from "@funil/db";
+import { pageLimit, plannedPerCall, type Sql } from "@funil/db";
 
 /**
  * Timestamps that are only formatted for the answer come out of PostgreSQL already as the API writes them
@@ -71,9 +71,15 @@ const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
  */
 export function learnerStore(sql: Sql) {
   /**
-   * Keyset page over (createdAt, id); the counters are all-time, counted for the page's rows only.
-   * The page size is written into the statement (pageLimit) so that its plan is kept, except for a
-   * text search, whose pattern the planner needs to see (list-plans.test.ts holds the plans).
+   * Keyset page over (createdAt, id); the counters are all-time, counted for the page's rows only;
+   * returned unexecuted so that explain.test.ts EXPLAINs the very statement. Without a filter the page
+   * walks users_learners from its cursor, a plan as good for every value: the page size is written into
+   * the statement (pageLimit) so that PostgreSQL keeps it. A search or an activity bound needs its values
+   * planned: a rare term reads its few matches by the trigram index (users_search), a common one walks
+   * users_learners and filters; a narrow activity window reads users_active and sorts its few rows, a
+   * wide one walks users_learners. The plan PostgreSQL would keep for them after five calls walks
+   * users_learners, through every learner for a rare term or a narrow window, so those are sent unnamed
+   * (plannedPerCall), planned at every call.
    */
   function listQuery(f: LearnerFilters, limit: number, after?: [Date, string]) {
     const conditions = [sql`u.learner`, sql`u.created_at is not null`];
@@ -83,9 +89,10 @@ export function learnerStore(sql: Sql) {
     if (f.activeBefore) conditions.push(sql`u.last_active_at < ${f.activeBefore}`);
     if (after) conditions.push(sql`(u.created_at, u.id) > (${after[0]}, ${after[1]})`);
     const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
+    const planned = !f.q && !f.activeSince && !f.activeBefore;
     // The page is chosen first and formatted after: a search sorts every learner it matches, and
     // formatting in the same select formatted them all before the sort kept a page.
-    return sql<LearnerRecord[]>`
+    const query = sql<LearnerRecord[]>`
       select u.id, u.name, u.email, api_time(u.created_at) as created_at,
         api_time(u.last_login_at) as last_login_at, api_time(u.last_active_at) as last_active_at,
         (select count(*)::int from enrollments e where e.user_id = u.id) as enrolled_courses,
@@ -94,9 +101,10 @@ export function learnerStore(sql: Sql) {
         (select count(*)::int from certificates c where c.user_id = u.id) as certificates
       from (
         select u.id, u.name, u.email, u.created_at, u.last_login_at, u.last_active_at from users u
-        where ${where} order by u.created_at, u.id ${pageLimit(sql, limit, !f.q)}
+        where ${where} order by u.created_at, u.id ${pageLimit(sql, limit, planned)}
       ) u
       order by u.created_at, u.id`;
+    return planned ? query : plannedPerCall(query);
   }
 
   return {
