@@ -1,4 +1,4 @@
-import { pageLimit, type Sql } from "@funil/db";
+import { pageLimit, plannedPerCall, type Sql } from "@funil/db";
 import type { Actor, Direction } from "../actor.js";
 import type { Assignment, InteractionRecord } from "../ingest.js";
 
@@ -81,6 +81,45 @@ function latestAssignments(assignments: Assignment[]) {
   }));
 }
 
+/**
+ * GET /interactions' page: keyset in (createdAt desc, id desc) order (docs/api/interactions.md §The 12 rules of the
+ * timeline, rule 2), after the position given. Each filter has an index in that order: the workspace's, a contact's,
+ * a user's or one channel's; direction and actor filter the rows it walks. The page size is written into the
+ * statement (pageLimit) so that PostgreSQL keeps its plan, which walks the same index as the one made for the values
+ * (explain.test.ts holds both). Several channels are the exception: no index gives their rows in order, so a rare set
+ * is best read by interactions_by_channel and sorted, a common one by walking the workspace's order, and the plan
+ * PostgreSQL keeps after five calls, even with the page size a parameter, walks the workspace for every set; that
+ * statement is sent unnamed (plannedPerCall), planned for its values at every call.
+ */
+export function listQuery(
+  sql: Sql,
+  workspaceId: string,
+  f: InteractionFilters,
+  limit: number,
+  after?: [Date, string],
+) {
+  const channels = f.channels && [...new Set(f.channels)];
+  const c = [sql`i.workspace_id = ${workspaceId}`];
+  if (f.contactId) c.push(sql`i.contact_id = ${f.contactId}`);
+  if (f.userId) c.push(sql`i.user_id = ${f.userId}`);
+  if (channels?.length === 1) c.push(sql`i.channel = ${channels[0]!}`);
+  else if (channels) c.push(sql`i.channel = any(${channels})`);
+  if (f.direction) c.push(sql`i.direction = ${f.direction}`);
+  if (f.actor) c.push(sql`i.actor = ${f.actor}`);
+  if (f.createdAfter) c.push(sql`i.created_at > ${f.createdAfter}`);
+  if (f.createdBefore) c.push(sql`i.created_at < ${f.createdBefore}`);
+  if (after) c.push(sql`(i.created_at, i.id) < (${after[0]}, ${after[1]})`);
+  const where = c.reduce((acc, x) => sql`${acc} and ${x}`);
+  const planned = !channels || channels.length === 1;
+  const query = sql<InteractionRow[]>`
+    select ${columns(sql)}
+    from interactions i
+    where ${where}
+    order by i.created_at desc, i.id desc
+    ${pageLimit(sql, limit, planned)}`;
+  return planned ? query : plannedPerCall(query);
+}
+
 export function interactionStore(sql: Sql) {
   /**
    * Stores a batch in one statement (so one commit): each interaction once
@@ -143,29 +182,9 @@ export function interactionStore(sql: Sql) {
       return (await store([r], assignment ? [assignment] : [])) === 1;
     },
 
-    /**
-     * Keyset page in (createdAt desc, id desc) order (docs/api/interactions.md §The 12 rules of the timeline, rule 2), after the position given. The page
-     * size is written into the statement (pageLimit) so that PostgreSQL keeps its plan, except with a
-     * channel list, whose values the planner needs to see (list-plans.test.ts holds the plans).
-     */
-    list(workspaceId: string, f: InteractionFilters, limit: number, after?: [Date, string]) {
-      const c = [sql`i.workspace_id = ${workspaceId}`];
-      if (f.contactId) c.push(sql`i.contact_id = ${f.contactId}`);
-      if (f.userId) c.push(sql`i.user_id = ${f.userId}`);
-      if (f.channels) c.push(sql`i.channel = any(${f.channels})`);
-      if (f.direction) c.push(sql`i.direction = ${f.direction}`);
-      if (f.actor) c.push(sql`i.actor = ${f.actor}`);
-      if (f.createdAfter) c.push(sql`i.created_at > ${f.createdAfter}`);
-      if (f.createdBefore) c.push(sql`i.created_at < ${f.createdBefore}`);
-      if (after) c.push(sql`(i.created_at, i.id) < (${after[0]}, ${after[1]})`);
-      const where = c.reduce((acc, x) => sql`${acc} and ${x}`);
-      return sql<InteractionRow[]>`
-        select ${columns(sql)}
-        from interactions i
-        where ${where}
-        order by i.created_at desc, i.id desc
-        ${pageLimit(sql, limit, !f.channels)}`;
-    },
+    /** Keyset page in (createdAt desc, id desc) order after the position given (listQuery). */
+    list: (workspaceId: string, f: InteractionFilters, limit: number, after?: [Date, string]) =>
+      listQuery(sql, workspaceId, f, limit, after),
   };
 }
 export type InteractionStore = ReturnType<typeof interactionStore>;
