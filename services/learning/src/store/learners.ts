@@ -78,8 +78,11 @@ export function learnerStore(sql: Sql) {
    * planned: a rare term reads its few matches by the trigram index (users_search), a common one walks
    * users_learners and filters; a narrow activity window reads users_active and sorts its few rows, a
    * wide one walks users_learners. The plan PostgreSQL would keep for them after five calls walks
-   * users_learners, through every learner for a rare term or a narrow window, so those are sent unnamed
-   * (plannedPerCall), planned at every call.
+   * users_learners, through every learner for a rare term or a narrow window. An activity bound, whose
+   * generic plan PostgreSQL does keep after five calls of a wide window, is sent unnamed (plannedPerCall),
+   * planned at every call. A search keeps its page size a parameter, which on 100 000 learners keeps the
+   * plans made for its values (explain.test.ts writes down the sixth call): planning the whole statement
+   * at every call cost a rare term's page 0.67 → 0.39 of the bare route (bench/RESULTS-learning.md).
    */
   function listQuery(f: LearnerFilters, limit: number, after?: [Date, string]) {
     const conditions = [sql`u.learner`, sql`u.created_at is not null`];
@@ -104,7 +107,7 @@ export function learnerStore(sql: Sql) {
         where ${where} order by u.created_at, u.id ${pageLimit(sql, limit, planned)}
       ) u
       order by u.created_at, u.id`;
-    return planned ? query : plannedPerCall(query);
+    return f.activeSince || f.activeBefore ? plannedPerCall(query) : query;
   }
 
   return {
