@@ -238,7 +238,7 @@ if (opts.profile) printProfiles();
 
 /**
  * The Markdown table: per scenario and mode, medians of req/s, p99 and CPU per request of each process
- * and of all of them, and each mode's CPU as a ratio to the build without tracing.
+ * and of all of them, each mode's CPU as a ratio to the build without tracing, and each "on" mode's to off.
  */
 function render(names) {
   const total = (m) => PROCESSES.reduce((sum, p) => sum + (m.cpuUs[p] ?? 0), 0);
@@ -251,28 +251,43 @@ function render(names) {
       `${opts.rounds} rounds × ${opts.seconds} s per mode and scenario, ` +
       `${opts.connections} connections${opts.rate ? ` at ${opts.rate} req/s` : ""} · ${sink.seen.exports} OTLP exports (${Math.round(sink.seen.bytes / 1024)} KB) received`,
     "",
-    `| scenario | tracing | req/s | p99 ms | ${PROCESSES.map((p) => `${p} µs/req`).join(" | ")} | all µs/req | CPU vs ${modes[0].name} | CPU vs off |`,
+    `| scenario | tracing | req/s | p99 ms | ${PROCESSES.map((p) => `${p} µs/req`).join(" | ")} | all µs/req | CPU vs ${modes[0].name} | CPU vs off, round by round |`,
     `|---|---|---:|---:|${PROCESSES.map(() => "---:|").join("")}---:|---:|---:|`,
   ];
   for (const name of names) {
-    const medianOf = (modeName) => {
-      const runs = results.get(modeName)?.get(name);
-      return runs && median(runs);
-    };
-    const reference = medianOf(modes[0].name);
+    const runsOf = (modeName) => results.get(modeName)?.get(name);
+    const reference = runsOf(modes[0].name) && median(runsOf(modes[0].name));
     for (const mode of modes) {
-      const m = medianOf(mode.name);
-      if (!m) continue;
-      const ratio = (to) => (to ? (total(m) / total(to)).toFixed(3) : "");
+      const runs = runsOf(mode.name);
+      if (!runs) continue;
+      const m = median(runs);
+      const toReference = mode === modes[0] || !reference ? "" : (total(m) / total(reference)).toFixed(3);
       // "on" against the off of its own checkout: the goal of docs/operations.md §What it costs.
-      const off = mode.name.includes("on, ") ? medianOf(mode.name.replace(/on, .*/, "off")) : undefined;
+      const offRuns = mode.name.includes("on, ") ? runsOf(mode.name.replace(/on, .*/, "off")) : undefined;
       lines.push(
         `| ${name} | ${mode.name} | ${Math.round(m.rps)} | ${m.p99.toFixed(1)} | ` +
-          `${PROCESSES.map((p) => Math.round(m.cpuUs[p] ?? 0)).join(" | ")} | ${Math.round(total(m))} | ${mode === modes[0] ? "" : ratio(reference)} | ${ratio(off)} |`,
+          `${PROCESSES.map((p) => Math.round(m.cpuUs[p] ?? 0)).join(" | ")} | ${Math.round(total(m))} | ${toReference} | ${roundByRound(runs, offRuns, total)} |`,
       );
     }
   }
   return lines.join("\n");
+}
+
+/**
+ * The ratio of CPU per request to off, round by round (each round's "on" to the same round's "off", which
+ * ran beside it): their median and range. The machine drifts between rounds by more than tracing's cost,
+ * and a ratio of the pair cancels what both of a round saw.
+ */
+function roundByRound(runs, offRuns, total) {
+  if (!offRuns) return "";
+  const ratios = runs
+    .map((r, i) => offRuns[i] && total(r) / total(offRuns[i]))
+    .filter(Boolean)
+    .sort((a, b) => a - b);
+  if (ratios.length === 0) return "";
+  const half = ratios.length >> 1;
+  const mid = (ratios.length % 2 ? ratios[half] : (ratios[half - 1] + ratios[half]) / 2).toFixed(2);
+  return ratios.length === 1 ? mid : `${mid} (${ratios[0].toFixed(2)}-${ratios.at(-1).toFixed(2)})`;
 }
 
 /** The profiled processes' top functions and packages by self time, mode by mode. */
