@@ -26,9 +26,10 @@ export type EmitCalendarEvent = EmitChange<"calendar.created", CalendarRecord>;
 
 export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
   const cache = new Map<string, CalendarRecord>();
+  const keyOf = (workspaceId: string, id: string) => `${workspaceId} ${id}`;
   const remember = (row: CalendarRecord) => {
     if (cache.size >= CACHED) cache.delete(cache.keys().next().value!);
-    cache.set(`${row.workspaceId} ${row.id}`, row);
+    cache.set(keyOf(row.workspaceId, row.id), row);
     return row;
   };
   return {
@@ -71,7 +72,7 @@ export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
       const found = new Map<string, CalendarRecord>();
       const missing: string[] = [];
       for (const { id } of ids) {
-        const cached = cache.get(`${workspaceId} ${id}`);
+        const cached = cache.get(keyOf(workspaceId, id));
         if (cached) found.set(id, cached);
         else missing.push(id);
       }
@@ -83,7 +84,7 @@ export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
     },
 
     async get(workspaceId: string, id: string): Promise<CalendarRecord | undefined> {
-      const cached = cache.get(`${workspaceId} ${id}`);
+      const cached = cache.get(keyOf(workspaceId, id));
       if (cached) return cached;
       const [row] = await sql<CalendarRecord[]>`
         select * from calendars where workspace_id = ${workspaceId} and id = ${id}`;

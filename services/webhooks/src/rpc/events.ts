@@ -80,7 +80,7 @@ export function listEvents(deps: EventLogDeps) {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const nextCursor = rows.length > limit && last ? encodeCursor("events", filters, [last.seq]) : undefined;
-    // The log holds each event as its deliveries carry it: those bytes are the page, parsed by no one.
+    // The log holds each event as its deliveries carry it: that text is the page, parsed by no one.
     if (req.apiJson) return { data: [], nextCursor, dataJson: `[${page.map((e) => e.body).join(",")}]` };
     return { data: page.map(domainEvent), nextCursor };
   };
