@@ -124,23 +124,31 @@ export function fromApiJson<D extends DescMessage>(schema: D, json: unknown): Me
  * message for the reply and the API JSON for its event and for a remembered
  * Idempotency-Key result. A write asks for the JSON first (its event, inside
  * the transaction), which keeps the message for the reply; a read only wants
- * the message and keeps nothing.
+ * the message and keeps nothing. `text`, the API JSON written out, is for a
+ * record kept in memory (immutableRecords in @funil/db) whose list is answered
+ * as JSON: written once, answered as it is at every read.
  */
 export function wireOf<R extends object, D extends DescMessage>(
   schema: D,
   toProto: (r: R) => MessageShape<D>,
 ) {
-  const written = new WeakMap<R, { proto: MessageShape<D>; json: Record<string, Json> }>();
+  const written = new WeakMap<R, { proto: MessageShape<D>; json: Record<string, Json>; text?: string }>();
+  const formsOf = (r: R) => {
+    let e = written.get(r);
+    if (!e) {
+      const proto = toProto(r);
+      e = { proto, json: toApiJson(schema, proto) };
+      written.set(r, e);
+    }
+    return e;
+  };
   return {
     proto: (r: R) => written.get(r)?.proto ?? toProto(r),
-    json: (r: R) => {
-      let e = written.get(r);
-      if (!e) {
-        const proto = toProto(r);
-        e = { proto, json: toApiJson(schema, proto) };
-        written.set(r, e);
-      }
-      return e.json;
+    json: (r: R) => formsOf(r).json,
+    text: (r: R) => {
+      const e = formsOf(r);
+      e.text ??= JSON.stringify(e.json);
+      return e.text;
     },
   };
 }

@@ -1,13 +1,13 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
-import { CustomFieldSchema, MemberSchema } from "@funil/contracts";
+import { MemberSchema } from "@funil/contracts";
 import { changeEmitter } from "@funil/db";
 import { type Infra, startService, toApiJson } from "@funil/rpc";
 import type { CrmConfig } from "./config.js";
 import { type CrmDeps, routes } from "./rpc/routes.js";
 import {
   contactWire,
-  customFieldToProto,
+  customFieldWire,
   dealWire,
   erasureJson,
   memberToProto,
@@ -16,7 +16,7 @@ import {
   taskWire,
 } from "./rpc/wire.js";
 import { contactStore } from "./store/contacts.js";
-import { customFieldStore } from "./store/custom-fields.js";
+import { type CustomFieldRecord, customFieldStore } from "./store/custom-fields.js";
 import { dealStore } from "./store/deals.js";
 import { funnelStore } from "./store/funnel.js";
 import { memberStore } from "./store/members.js";
@@ -42,9 +42,9 @@ export function crmDeps(infra: Pick<Infra, "sql" | "emit" | "clock">): CrmDeps {
     ),
     customFields: customFieldStore(
       sql,
-      changeEmitter(
+      changeEmitter<CustomFieldRecord & { workspaceId: string }>(
         infra.emit,
-        (f) => toApiJson(CustomFieldSchema, customFieldToProto(f)),
+        customFieldWire.json,
         (f) => f.createdAt,
       ),
     ),

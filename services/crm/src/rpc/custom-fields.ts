@@ -11,7 +11,7 @@ import { plainOf } from "@funil/rpc";
 import { check, createCustomFieldBody, listCustomFieldsQuery } from "@funil/schemas";
 import { checkCustomFields } from "../custom-fields.js";
 import type { CustomFieldStore } from "../store/custom-fields.js";
-import { customFieldToProto } from "./wire.js";
+import { customFieldWire } from "./wire.js";
 
 /**
  * customFields of a body against the workspace's definitions (docs/api/contacts.md §Contact): the
@@ -52,12 +52,20 @@ export function customFieldService(deps: {
         deps.clock.now(),
         originOf(ctx.requestHeader),
       );
-      return { customField: customFieldToProto(row) };
+      return { customField: customFieldWire.proto(row) };
     },
 
     async listCustomFields(req) {
-      const query = check(listCustomFieldsQuery, plainOf(ListCustomFieldsRequestSchema, req), "query");
-      return { data: (await deps.customFields.list(req.workspaceId, query.entity)).map(customFieldToProto) };
+      const query = check(
+        listCustomFieldsQuery,
+        plainOf(ListCustomFieldsRequestSchema, req, ["workspaceId", "apiJson"]),
+        "query",
+      );
+      const list = await deps.customFields.list(req.workspaceId, query.entity);
+      // With api_json the definitions go as the API's JSON, written once per definition kept in memory.
+      return req.apiJson
+        ? { ids: list.map((f) => f.id), itemsJson: list.map(customFieldWire.text) }
+        : { data: list.map(customFieldWire.proto) };
     },
   };
 }

@@ -520,3 +520,82 @@ describe("tasks, notes, members, custom fields handlers", () => {
     });
   });
 });
+
+describe("pipelines and custom fields kept in memory: every list reads their ids from the database", () => {
+  /** A second copy of crm on the same database, with memory of its own. */
+  const otherCopy = () => {
+    const other = crmDeps({ sql, clock, emit: async () => {} });
+    const transport = createRouterTransport(routes(other), {
+      router: { interceptors: [errorInterceptor(pino({ level: "silent" }))] },
+    });
+    return {
+      pipelines: createClient(SERVICES.crm.pipelines, transport),
+      customFields: createClient(SERVICES.crm.customFields, transport),
+      contacts: createClient(SERVICES.crm.contacts, transport),
+    };
+  };
+  const names = (res: { itemsJson: string[] }) =>
+    res.itemsJson.map((json) => (JSON.parse(json) as { name?: string; fieldKey?: string }).name ?? "");
+
+  it("docs/api/deals.md §GET /pipelines: a pipeline made through another copy is in the next list, in creation order, as JSON equal to its message", async () => {
+    const w = ws();
+    const other = otherCopy();
+    await crm.pipelines.createPipeline({ workspaceId: w, name: "First", stageNames: ["A", "B"] });
+    expect(names(await other.pipelines.listPipelines({ workspaceId: w, apiJson: true }))).toEqual(["First"]);
+    now = new Date(now.getTime() + 1000);
+    await crm.pipelines.createPipeline({ workspaceId: w, name: "Second", stageNames: ["C"] });
+    const json = await other.pipelines.listPipelines({ workspaceId: w, apiJson: true });
+    expect(names(json)).toEqual(["First", "Second"]);
+    expect(json.data).toEqual([]);
+    const messages = await other.pipelines.listPipelines({ workspaceId: w });
+    expect(json.itemsJson.map((j) => JSON.parse(j))).toEqual(
+      messages.data.map((p) => ({
+        id: p.id,
+        name: p.name,
+        stages: p.stages.map(({ id, name, position }) => ({ id, name, position })),
+      })),
+    );
+    expect(json.ids).toEqual(messages.data.map((p) => p.id));
+    // Another workspace's list does not see them, from memory or not.
+    expect((await other.pipelines.listPipelines({ workspaceId: ws(), apiJson: true })).ids).toEqual([]);
+  });
+
+  it("docs/api/contacts.md §GET /custom-fields: a definition made through another copy is listed and checked at once, by entity", async () => {
+    const w = ws();
+    const other = otherCopy();
+    // One second apart: the list's order is the order of creation.
+    const later = (def: Parameters<typeof crm.customFields.createCustomField>[0]) => {
+      now = new Date(now.getTime() + 1000);
+      return crm.customFields.createCustomField(def);
+    };
+    const field = (fieldKey: string, entity: string) => ({
+      workspaceId: w,
+      entity,
+      fieldKey,
+      label: fieldKey,
+      type: "text",
+    });
+    await later(field("plan", "contact"));
+    const keys = async (entity?: string) =>
+      (await other.customFields.listCustomFields({ workspaceId: w, entity, apiJson: true })).itemsJson.map(
+        (j) => (JSON.parse(j) as { fieldKey: string }).fieldKey,
+      );
+    expect(await keys("contact")).toEqual(["plan"]);
+    await later(field("seats", "opportunity"));
+    await later(field("region", "contact"));
+    expect(await keys("contact")).toEqual(["plan", "region"]);
+    expect(await keys()).toEqual(["plan", "region", "seats"]);
+    // A contact write on the other copy, which has read the definitions, accepts one made since.
+    const contacts = other.contacts;
+    await contacts.upsertContact({
+      workspaceId: w,
+      fields: { phone: "11 5555-0101", customFields: { plan: "basic" } },
+    });
+    await later(field("tier", "contact"));
+    const upserted = await contacts.upsertContact({
+      workspaceId: w,
+      fields: { phone: "11 5555-0101", customFields: { tier: "gold" } },
+    });
+    expect(upserted.contact?.customFields).toEqual({ plan: "basic", tier: "gold" });
+  });
+});

@@ -28,7 +28,11 @@ export function pipelineService(deps: {
     },
 
     async listPipelines(req) {
-      return { data: (await deps.pipelines.list(req.workspaceId)).map((p) => pipelineWire.proto(p)) };
+      const list = await deps.pipelines.list(req.workspaceId);
+      // With api_json the pipelines go as the API's JSON, written once per pipeline kept in memory.
+      return req.apiJson
+        ? { ids: list.map((p) => p.id), itemsJson: list.map(pipelineWire.text) }
+        : { data: list.map((p) => pipelineWire.proto(p)) };
     },
   };
 }

@@ -140,8 +140,9 @@ export const erasureToProto = (e: ErasureRecord) =>
     opportunitiesKept: e.opportunitiesKept,
   });
 
-export const customFieldToProto = (r: CustomFieldRecord) =>
-  create(CustomFieldSchema, { ...r, createdAt: isoString(r.createdAt) });
+export const customFieldWire = wireOf(CustomFieldSchema, (r: CustomFieldRecord) =>
+  create(CustomFieldSchema, { ...r, createdAt: isoString(r.createdAt) }),
+);
 export const memberToProto = (r: MemberRecord) =>
   create(MemberSchema, { ...r, createdAt: isoString(r.createdAt) });
 

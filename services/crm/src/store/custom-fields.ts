@@ -1,4 +1,11 @@
-import { type EmitChange, isUniqueViolation, newId, type Origin, type Sql } from "@funil/db";
+import {
+  type EmitChange,
+  immutableRecords,
+  isUniqueViolation,
+  newId,
+  type Origin,
+  type Sql,
+} from "@funil/db";
 import { fail } from "@funil/errors";
 import type { FieldType } from "../custom-fields.js";
 
@@ -19,6 +26,12 @@ export type EmitCustomFieldEvent = EmitChange<
 >;
 
 export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
+  /** Definitions kept in memory: a custom field never changes once created (there is no update). */
+  const kept = immutableRecords<CustomFieldRecord>(
+    (workspaceId, ids) => sql<CustomFieldRecord[]>`
+      select id, entity, field_key, label, type, options, created_at from custom_field_defs
+      where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
+  );
   return {
     async create(
       workspaceId: string,
@@ -51,11 +64,19 @@ export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
         throw err;
       }
     },
-    async list(workspaceId: string, entity?: string) {
-      return sql<CustomFieldRecord[]>`
-        select id, entity, field_key, label, type, options, created_at from custom_field_defs
+    /**
+     * The workspace's definitions (of one entity when given), by entity, then in creation order. Only their
+     * ids are read each time (the definitions already in memory are the rows); the others in one statement.
+     */
+    async list(workspaceId: string, entity?: string): Promise<CustomFieldRecord[]> {
+      const ids = await sql<{ id: string }[]>`
+        select id from custom_field_defs
         where workspace_id = ${workspaceId} ${entity ? sql`and entity = ${entity}` : sql``}
         order by entity, created_at, id`;
+      return kept.inOrder(
+        workspaceId,
+        ids.map((r) => r.id),
+      );
     },
   };
 }

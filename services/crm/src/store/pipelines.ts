@@ -1,4 +1,11 @@
-import { type EmitChange, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
+import {
+  type EmitChange,
+  immutableRecords,
+  newId,
+  type Origin,
+  type Sql,
+  type TransactionSql,
+} from "@funil/db";
 
 export interface StageRecord {
   id: string;
@@ -18,6 +25,19 @@ export interface PipelineRecord {
 export type EmitPipelineEvent = EmitChange<"pipeline.created", PipelineRecord>;
 
 export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
+  /** Pipelines kept in memory: a pipeline and its stages never change once created (there is no update). */
+  const kept = immutableRecords<PipelineRecord>(
+    (workspaceId, ids) => sql<PipelineRecord[]>`
+      select p.id, p.workspace_id, p.name, p.created_at,
+        coalesce(
+          json_agg(json_build_object('id', s.id, 'name', s.name, 'position', s.position) order by s.position)
+            filter (where s.id is not null),
+          '[]'
+        ) as stages
+      from pipelines p left join stages s on s.pipeline_id = p.id
+      where p.workspace_id = ${workspaceId} and p.id = any(${ids as string[]})
+      group by p.id`,
+  );
   return {
     /** Stages keep the order given: position 0, 1, 2… */
     async create(
@@ -50,19 +70,17 @@ export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
       });
     },
 
-    /** Pipelines in creation order, each with its stages in order. */
+    /**
+     * Pipelines in creation order, each with its stages in order. Only their ids are read each time (the
+     * pipelines already in memory are the rows); the others are read in one statement.
+     */
     async list(workspaceId: string): Promise<PipelineRecord[]> {
-      return sql<PipelineRecord[]>`
-        select p.id, p.workspace_id, p.name, p.created_at,
-          coalesce(
-            json_agg(json_build_object('id', s.id, 'name', s.name, 'position', s.position) order by s.position)
-              filter (where s.id is not null),
-            '[]'
-          ) as stages
-        from pipelines p left join stages s on s.pipeline_id = p.id
-        where p.workspace_id = ${workspaceId}
-        group by p.id
-        order by p.created_at, p.id`;
+      const ids = await sql<{ id: string }[]>`
+        select id from pipelines where workspace_id = ${workspaceId} order by created_at, id`;
+      return kept.inOrder(
+        workspaceId,
+        ids.map((r) => r.id),
+      );
     },
 
     /**

@@ -1,4 +1,11 @@
-import { type EmitChange, isUniqueViolation, newId, type Origin, type Sql } from "@funil/db";
+import {
+  type EmitChange,
+  immutableRecords,
+  isUniqueViolation,
+  newId,
+  type Origin,
+  type Sql,
+} from "@funil/db";
 import { fail } from "@funil/errors";
 import type { Window } from "../slots.js";
 
@@ -18,20 +25,15 @@ export interface CalendarRecord {
 
 export type CalendarInput = Omit<CalendarRecord, "id" | "workspaceId" | "createdAt">;
 
-/** Calendars kept in memory: a calendar never changes once created (docs/api/admin.md §Routes: there is no update). */
-const CACHED = 10_000;
-
 /** Internal events (docs/api/events.md §Every event type): every calendar's creation is in GET /audit. */
 export type EmitCalendarEvent = EmitChange<"calendar.created", CalendarRecord>;
 
 export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
-  const cache = new Map<string, CalendarRecord>();
-  const keyOf = (workspaceId: string, id: string) => `${workspaceId} ${id}`;
-  const remember = (row: CalendarRecord) => {
-    if (cache.size >= CACHED) cache.delete(cache.keys().next().value!);
-    cache.set(keyOf(row.workspaceId, row.id), row);
-    return row;
-  };
+  /** Calendars kept in memory: a calendar never changes once created (docs/api/admin.md §Routes: there is no update). */
+  const kept = immutableRecords<CalendarRecord>(
+    (workspaceId, ids) => sql<CalendarRecord[]>`
+      select * from calendars where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
+  );
   return {
     async create(workspaceId: string, input: CalendarInput, now: Date, by: Origin): Promise<CalendarRecord> {
       try {
@@ -69,27 +71,13 @@ export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
     async list(workspaceId: string): Promise<CalendarRecord[]> {
       const ids = await sql<{ id: string }[]>`
         select id from calendars where workspace_id = ${workspaceId} order by created_at, id`;
-      const found = new Map<string, CalendarRecord>();
-      const missing: string[] = [];
-      for (const { id } of ids) {
-        const cached = cache.get(keyOf(workspaceId, id));
-        if (cached) found.set(id, cached);
-        else missing.push(id);
-      }
-      if (missing.length > 0)
-        for (const row of await sql<CalendarRecord[]>`
-          select * from calendars where workspace_id = ${workspaceId} and id = any(${missing})`)
-          found.set(row.id, remember(row));
-      return ids.flatMap(({ id }) => found.get(id) ?? []);
+      return kept.inOrder(
+        workspaceId,
+        ids.map((r) => r.id),
+      );
     },
 
-    async get(workspaceId: string, id: string): Promise<CalendarRecord | undefined> {
-      const cached = cache.get(keyOf(workspaceId, id));
-      if (cached) return cached;
-      const [row] = await sql<CalendarRecord[]>`
-        select * from calendars where workspace_id = ${workspaceId} and id = ${id}`;
-      return row && remember(row);
-    },
+    get: (workspaceId: string, id: string): Promise<CalendarRecord | undefined> => kept.get(workspaceId, id),
   };
 }
 export type CalendarStore = ReturnType<typeof calendarStore>;

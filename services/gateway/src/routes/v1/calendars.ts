@@ -5,8 +5,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { calendar, page, slot } from "../../schemas/responses.js";
-import { sendJsonItems } from "./json-page.js";
-import { pageOf, wholeListQuery } from "./whole-list.js";
+import { sendWholeJsonList, wholeListQuery } from "./whole-list.js";
 
 const read = { scopes: ["calendars.read"] };
 
@@ -28,22 +27,11 @@ export const calendarRoutes =
       async (req, reply) => {
         const { workspaceId } = req.caller;
         const res = await ctx.scheduling.calendars.listCalendars({ workspaceId, apiJson: true });
-        const paging = { list: "calendars", workspaceId, ...req.query };
-        // A scheduling copy of the version before api_json (during a roll) answers messages.
-        if (res.data.length > 0)
-          return pageOf(
-            res.data.map((c) => toApiJson(CalendarSchema, c)),
-            { ...paging, key: (c) => String(c.id) },
-          );
-        const page = pageOf(
-          res.ids.map((id, i) => ({ id, json: res.itemsJson[i]! })),
-          { ...paging, key: (c) => c.id },
-        );
-        return sendJsonItems(
-          reply,
-          page.data.map((c) => c.json),
-          page.nextCursor,
-        );
+        return sendWholeJsonList(reply, CalendarSchema, res, {
+          list: "calendars",
+          workspaceId,
+          ...req.query,
+        });
       },
     );
 

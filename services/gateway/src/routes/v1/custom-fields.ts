@@ -1,11 +1,10 @@
 import { CustomFieldSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
 import { listCustomFieldsQuery } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { customField, page } from "../../schemas/responses.js";
-import { pageOf, wholeListQuery } from "./whole-list.js";
+import { sendWholeJsonList, wholeListQuery } from "./whole-list.js";
 
 const errors = errorResponses(400, 401, 403);
 
@@ -24,21 +23,17 @@ export const customFieldRoutes =
           response: { 200: page(customField), ...errors },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const { workspaceId } = req.caller;
         const { entity, cursor, limit } = req.query;
-        const res = await ctx.crm.customFields.listCustomFields({ workspaceId, entity });
-        return pageOf(
-          res.data.map((f) => toApiJson(CustomFieldSchema, f)),
-          {
-            list: "custom-fields",
-            workspaceId,
-            filters: { entity },
-            cursor,
-            limit,
-            key: (f) => String(f.id),
-          },
-        );
+        const res = await ctx.crm.customFields.listCustomFields({ workspaceId, entity, apiJson: true });
+        return sendWholeJsonList(reply, CustomFieldSchema, res, {
+          list: "custom-fields",
+          workspaceId,
+          filters: { entity },
+          cursor,
+          limit,
+        });
       },
     );
   };

@@ -1,11 +1,10 @@
 import { PipelineSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
 import { z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { page, pipeline } from "../../schemas/responses.js";
-import { pageOf, wholeListQuery } from "./whole-list.js";
+import { sendWholeJsonList, wholeListQuery } from "./whole-list.js";
 
 const errors = errorResponses(400, 401, 403);
 
@@ -24,13 +23,14 @@ export const pipelineRoutes =
           response: { 200: page(pipeline), ...errors },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const { workspaceId } = req.caller;
-        const res = await ctx.crm.pipelines.listPipelines({ workspaceId });
-        return pageOf(
-          res.data.map((p) => toApiJson(PipelineSchema, p)),
-          { list: "pipelines", workspaceId, ...req.query, key: (p) => String(p.id) },
-        );
+        const res = await ctx.crm.pipelines.listPipelines({ workspaceId, apiJson: true });
+        return sendWholeJsonList(reply, PipelineSchema, res, {
+          list: "pipelines",
+          workspaceId,
+          ...req.query,
+        });
       },
     );
   };

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/crm/v1/custom_fields.proto.
  */
 export const file_funil_crm_v1_custom_fields: GenFile = /*@__PURE__*/
-  fileDesc("CiBmdW5pbC9jcm0vdjEvY3VzdG9tX2ZpZWxkcy5wcm90bxIMZnVuaWwuY3JtLnYxIn4KC0N1c3RvbUZpZWxkEgoKAmlkGAEgASgJEg4KBmVudGl0eRgCIAEoCRIRCglmaWVsZF9rZXkYAyABKAkSDQoFbGFiZWwYBCABKAkSDAoEdHlwZRgFIAEoCRIPCgdvcHRpb25zGAYgAygJEhIKCmNyZWF0ZWRfYXQYByABKAkigQEKGENyZWF0ZUN1c3RvbUZpZWxkUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGZW50aXR5GAIgASgJEhEKCWZpZWxkX2tleRgDIAEoCRINCgVsYWJlbBgEIAEoCRIMCgR0eXBlGAUgASgJEg8KB29wdGlvbnMYBiADKAkiTAoZQ3JlYXRlQ3VzdG9tRmllbGRSZXNwb25zZRIvCgxjdXN0b21fZmllbGQYASABKAsyGS5mdW5pbC5jcm0udjEuQ3VzdG9tRmllbGQiTwoXTGlzdEN1c3RvbUZpZWxkc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhMKBmVudGl0eRgCIAEoCUgAiAEBQgkKB19lbnRpdHkiQwoYTGlzdEN1c3RvbUZpZWxkc1Jlc3BvbnNlEicKBGRhdGEYASADKAsyGS5mdW5pbC5jcm0udjEuQ3VzdG9tRmllbGQy4gEKEkN1c3RvbUZpZWxkU2VydmljZRJkChFDcmVhdGVDdXN0b21GaWVsZBImLmZ1bmlsLmNybS52MS5DcmVhdGVDdXN0b21GaWVsZFJlcXVlc3QaJy5mdW5pbC5jcm0udjEuQ3JlYXRlQ3VzdG9tRmllbGRSZXNwb25zZRJmChBMaXN0Q3VzdG9tRmllbGRzEiUuZnVuaWwuY3JtLnYxLkxpc3RDdXN0b21GaWVsZHNSZXF1ZXN0GiYuZnVuaWwuY3JtLnYxLkxpc3RDdXN0b21GaWVsZHNSZXNwb25zZSIDkAIBYgZwcm90bzM");
+  fileDesc("CiBmdW5pbC9jcm0vdjEvY3VzdG9tX2ZpZWxkcy5wcm90bxIMZnVuaWwuY3JtLnYxIn4KC0N1c3RvbUZpZWxkEgoKAmlkGAEgASgJEg4KBmVudGl0eRgCIAEoCRIRCglmaWVsZF9rZXkYAyABKAkSDQoFbGFiZWwYBCABKAkSDAoEdHlwZRgFIAEoCRIPCgdvcHRpb25zGAYgAygJEhIKCmNyZWF0ZWRfYXQYByABKAkigQEKGENyZWF0ZUN1c3RvbUZpZWxkUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGZW50aXR5GAIgASgJEhEKCWZpZWxkX2tleRgDIAEoCRINCgVsYWJlbBgEIAEoCRIMCgR0eXBlGAUgASgJEg8KB29wdGlvbnMYBiADKAkiTAoZQ3JlYXRlQ3VzdG9tRmllbGRSZXNwb25zZRIvCgxjdXN0b21fZmllbGQYASABKAsyGS5mdW5pbC5jcm0udjEuQ3VzdG9tRmllbGQiYQoXTGlzdEN1c3RvbUZpZWxkc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhMKBmVudGl0eRgCIAEoCUgAiAEBEhAKCGFwaV9qc29uGAMgASgIQgkKB19lbnRpdHkiZAoYTGlzdEN1c3RvbUZpZWxkc1Jlc3BvbnNlEicKBGRhdGEYASADKAsyGS5mdW5pbC5jcm0udjEuQ3VzdG9tRmllbGQSCwoDaWRzGAIgAygJEhIKCml0ZW1zX2pzb24YAyADKAky4gEKEkN1c3RvbUZpZWxkU2VydmljZRJkChFDcmVhdGVDdXN0b21GaWVsZBImLmZ1bmlsLmNybS52MS5DcmVhdGVDdXN0b21GaWVsZFJlcXVlc3QaJy5mdW5pbC5jcm0udjEuQ3JlYXRlQ3VzdG9tRmllbGRSZXNwb25zZRJmChBMaXN0Q3VzdG9tRmllbGRzEiUuZnVuaWwuY3JtLnYxLkxpc3RDdXN0b21GaWVsZHNSZXF1ZXN0GiYuZnVuaWwuY3JtLnYxLkxpc3RDdXN0b21GaWVsZHNSZXNwb25zZSIDkAIBYgZwcm90bzM");
 
 /**
  * @generated from message funil.crm.v1.CustomField
@@ -135,6 +135,13 @@ export type ListCustomFieldsRequest = Message<"funil.crm.v1.ListCustomFieldsRequ
    * @generated from field: optional string entity = 2;
    */
   entity?: string | undefined;
+
+  /**
+   * Answer the definitions as the API's JSON (ids and items_json) instead of messages.
+   *
+   * @generated from field: bool api_json = 3;
+   */
+  apiJson: boolean;
 };
 
 /**
@@ -149,9 +156,23 @@ export const ListCustomFieldsRequestSchema: GenMessage<ListCustomFieldsRequest> 
  */
 export type ListCustomFieldsResponse = Message<"funil.crm.v1.ListCustomFieldsResponse"> & {
   /**
+   * Without api_json: the definitions by entity, then in order of creation.
+   *
    * @generated from field: repeated funil.crm.v1.CustomField data = 1;
    */
   data: CustomField[];
+
+  /**
+   * With api_json: each definition's id and, at the same index, its JSON as the API answers it.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids: string[];
+
+  /**
+   * @generated from field: repeated string items_json = 3;
+   */
+  itemsJson: string[];
 };
 
 /**

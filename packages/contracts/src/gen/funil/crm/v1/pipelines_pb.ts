@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/crm/v1/pipelines.proto.
  */
 export const file_funil_crm_v1_pipelines: GenFile = /*@__PURE__*/
-  fileDesc("ChxmdW5pbC9jcm0vdjEvcGlwZWxpbmVzLnByb3RvEgxmdW5pbC5jcm0udjEiMwoFU3RhZ2USCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIQCghwb3NpdGlvbhgDIAEoBSJJCghQaXBlbGluZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEiMKBnN0YWdlcxgDIAMoCzITLmZ1bmlsLmNybS52MS5TdGFnZSJQChVDcmVhdGVQaXBlbGluZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLc3RhZ2VfbmFtZXMYAyADKAkiQgoWQ3JlYXRlUGlwZWxpbmVSZXNwb25zZRIoCghwaXBlbGluZRgBIAEoCzIWLmZ1bmlsLmNybS52MS5QaXBlbGluZSIsChRMaXN0UGlwZWxpbmVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiPQoVTGlzdFBpcGVsaW5lc1Jlc3BvbnNlEiQKBGRhdGEYASADKAsyFi5mdW5pbC5jcm0udjEuUGlwZWxpbmUyzQEKD1BpcGVsaW5lU2VydmljZRJbCg5DcmVhdGVQaXBlbGluZRIjLmZ1bmlsLmNybS52MS5DcmVhdGVQaXBlbGluZVJlcXVlc3QaJC5mdW5pbC5jcm0udjEuQ3JlYXRlUGlwZWxpbmVSZXNwb25zZRJdCg1MaXN0UGlwZWxpbmVzEiIuZnVuaWwuY3JtLnYxLkxpc3RQaXBlbGluZXNSZXF1ZXN0GiMuZnVuaWwuY3JtLnYxLkxpc3RQaXBlbGluZXNSZXNwb25zZSIDkAIBYgZwcm90bzM");
+  fileDesc("ChxmdW5pbC9jcm0vdjEvcGlwZWxpbmVzLnByb3RvEgxmdW5pbC5jcm0udjEiMwoFU3RhZ2USCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIQCghwb3NpdGlvbhgDIAEoBSJJCghQaXBlbGluZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEiMKBnN0YWdlcxgDIAMoCzITLmZ1bmlsLmNybS52MS5TdGFnZSJQChVDcmVhdGVQaXBlbGluZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLc3RhZ2VfbmFtZXMYAyADKAkiQgoWQ3JlYXRlUGlwZWxpbmVSZXNwb25zZRIoCghwaXBlbGluZRgBIAEoCzIWLmZ1bmlsLmNybS52MS5QaXBlbGluZSI+ChRMaXN0UGlwZWxpbmVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIYXBpX2pzb24YAiABKAgiXgoVTGlzdFBpcGVsaW5lc1Jlc3BvbnNlEiQKBGRhdGEYASADKAsyFi5mdW5pbC5jcm0udjEuUGlwZWxpbmUSCwoDaWRzGAIgAygJEhIKCml0ZW1zX2pzb24YAyADKAkyzQEKD1BpcGVsaW5lU2VydmljZRJbCg5DcmVhdGVQaXBlbGluZRIjLmZ1bmlsLmNybS52MS5DcmVhdGVQaXBlbGluZVJlcXVlc3QaJC5mdW5pbC5jcm0udjEuQ3JlYXRlUGlwZWxpbmVSZXNwb25zZRJdCg1MaXN0UGlwZWxpbmVzEiIuZnVuaWwuY3JtLnYxLkxpc3RQaXBlbGluZXNSZXF1ZXN0GiMuZnVuaWwuY3JtLnYxLkxpc3RQaXBlbGluZXNSZXNwb25zZSIDkAIBYgZwcm90bzM");
 
 /**
  * @generated from message funil.crm.v1.Stage
@@ -120,6 +120,13 @@ export type ListPipelinesRequest = Message<"funil.crm.v1.ListPipelinesRequest"> 
    * @generated from field: string workspace_id = 1;
    */
   workspaceId: string;
+
+  /**
+   * Answer the pipelines as the API's JSON (ids and items_json) instead of messages.
+   *
+   * @generated from field: bool api_json = 2;
+   */
+  apiJson: boolean;
 };
 
 /**
@@ -134,9 +141,23 @@ export const ListPipelinesRequestSchema: GenMessage<ListPipelinesRequest> = /*@_
  */
 export type ListPipelinesResponse = Message<"funil.crm.v1.ListPipelinesResponse"> & {
   /**
+   * Without api_json: the pipelines in order of creation.
+   *
    * @generated from field: repeated funil.crm.v1.Pipeline data = 1;
    */
   data: Pipeline[];
+
+  /**
+   * With api_json: each pipeline's id and, at the same index, its JSON as the API answers it.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids: string[];
+
+  /**
+   * @generated from field: repeated string items_json = 3;
+   */
+  itemsJson: string[];
 };
 
 /**
