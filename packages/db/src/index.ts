@@ -2,7 +2,7 @@ export * from "./client.js";
 export * from "./cursors.js";
 export * from "./idempotency.js";
 export * from "./ids.js";
-export * from "./immutable.js";
+export * from "./kept.js";
 export * from "./lists.js";
 export * from "./migrate.js";
 export * from "./origin.js";

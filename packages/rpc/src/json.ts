@@ -125,7 +125,7 @@ export function fromApiJson<D extends DescMessage>(schema: D, json: unknown): Me
  * Idempotency-Key result. A write asks for the JSON first (its event, inside
  * the transaction), which keeps the message for the reply; a read only wants
  * the message and keeps nothing. `text`, the API JSON written out, is for a
- * record kept in memory (immutableRecords in @funil/db) whose list is answered
+ * record kept in memory (keptRecords in @funil/db) whose list is answered
  * as JSON: written once, answered as it is at every read.
  */
 export function wireOf<R extends object, D extends DescMessage>(

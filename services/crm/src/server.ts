@@ -1,8 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
-import { MemberSchema } from "@funil/contracts";
 import { changeEmitter } from "@funil/db";
-import { type Infra, startService, toApiJson } from "@funil/rpc";
+import { type Infra, startService } from "@funil/rpc";
 import type { CrmConfig } from "./config.js";
 import { type CrmDeps, routes } from "./rpc/routes.js";
 import {
@@ -10,7 +9,7 @@ import {
   customFieldWire,
   dealWire,
   erasureJson,
-  memberToProto,
+  memberWire,
   noteWire,
   pipelineWire,
   taskWire,
@@ -52,7 +51,7 @@ export function crmDeps(infra: Pick<Infra, "sql" | "emit" | "clock">): CrmDeps {
       sql,
       changeEmitter(
         infra.emit,
-        (m) => toApiJson(MemberSchema, memberToProto(m)),
+        (m) => memberWire.json(m),
         (m) => m.updatedAt,
       ),
     ),

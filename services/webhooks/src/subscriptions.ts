@@ -14,6 +14,8 @@ export interface SubscriptionRecord {
   failingSince: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** How many times the row was updated (migration 00013): what a kept copy of it is checked against. */
+  version: number;
 }
 
 export interface SubscriptionChanges {

@@ -521,7 +521,7 @@ describe("tasks, notes, members, custom fields handlers", () => {
   });
 });
 
-describe("pipelines and custom fields kept in memory: every list reads their ids from the database", () => {
+describe("pipelines, custom fields and members kept in memory: every list reads their ids (and versions) from the database", () => {
   /** A second copy of crm on the same database, with memory of its own. */
   const otherCopy = () => {
     const other = crmDeps({ sql, clock, emit: async () => {} });
@@ -532,6 +532,7 @@ describe("pipelines and custom fields kept in memory: every list reads their ids
       pipelines: createClient(SERVICES.crm.pipelines, transport),
       customFields: createClient(SERVICES.crm.customFields, transport),
       contacts: createClient(SERVICES.crm.contacts, transport),
+      members: createClient(SERVICES.crm.members, transport),
     };
   };
   const names = (res: { itemsJson: string[] }) =>
@@ -597,5 +598,27 @@ describe("pipelines and custom fields kept in memory: every list reads their ids
       fields: { phone: "11 5555-0101", customFields: { tier: "gold" } },
     });
     expect(upserted.contact?.customFields).toEqual({ plan: "basic", tier: "gold" });
+  });
+
+  it("docs/api/admin.md §Members: a member changed through another copy, or by any update of its row, is listed as it is now", async () => {
+    const w = ws();
+    const other = otherCopy();
+    const json = async () =>
+      (await other.members.listMembers({ workspaceId: w, apiJson: true })).itemsJson.map(
+        (j) => JSON.parse(j) as { id: string; name: string; active: boolean; role: string },
+      );
+    const ana = (
+      await crm.members.createMember({ workspaceId: w, name: "Ana", email: "ana@x.co", role: "owner" })
+    ).member!;
+    now = new Date(now.getTime() + 1000);
+    await crm.members.createMember({ workspaceId: w, name: "Bia", email: "bia@x.co", role: "member" });
+    expect((await json()).map((m) => m.name)).toEqual(["Ana", "Bia"]);
+    await crm.members.updateMember({ workspaceId: w, id: ana.id, name: "Ana Lima", active: false });
+    expect((await json())[0]).toMatchObject({ id: ana.id, name: "Ana Lima", active: false });
+    // Any update of the row raises its version (a trigger), whichever code made it.
+    await sql`update members set role = 'admin' where workspace_id = ${w} and id = ${ana.id}`;
+    expect((await json())[0]).toMatchObject({ name: "Ana Lima", role: "admin" });
+    const messages = await other.members.listMembers({ workspaceId: w });
+    expect(await json()).toEqual(messages.data.map(({ $typeName, ...m }) => m));
   });
 });

@@ -6,7 +6,7 @@ import { notFound } from "@funil/errors";
 import { plainOf } from "@funil/rpc";
 import { check, createMemberBody, idParam, patchMemberBody } from "@funil/schemas";
 import type { MemberStore } from "../store/members.js";
-import { memberToProto } from "./wire.js";
+import { memberWire } from "./wire.js";
 
 export function memberService(deps: {
   members: MemberStore;
@@ -21,7 +21,7 @@ export function memberService(deps: {
         deps.clock.now(),
         originOf(ctx.requestHeader),
       );
-      return { member: memberToProto(row) };
+      return { member: memberWire.proto(row) };
     },
 
     async updateMember(req, ctx) {
@@ -39,11 +39,15 @@ export function memberService(deps: {
         originOf(ctx.requestHeader),
       );
       if (!row) throw notFound("member");
-      return { member: memberToProto(row) };
+      return { member: memberWire.proto(row) };
     },
 
     async listMembers(req) {
-      return { data: (await deps.members.list(req.workspaceId)).map(memberToProto) };
+      const list = await deps.members.list(req.workspaceId);
+      // With api_json the members go as the API's JSON, written once per member and version kept in memory.
+      return req.apiJson
+        ? { ids: list.map((m) => m.id), itemsJson: list.map(memberWire.text) }
+        : { data: list.map(memberWire.proto) };
     },
   };
 }

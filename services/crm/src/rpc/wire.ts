@@ -143,8 +143,16 @@ export const erasureToProto = (e: ErasureRecord) =>
 export const customFieldWire = wireOf(CustomFieldSchema, (r: CustomFieldRecord) =>
   create(CustomFieldSchema, { ...r, createdAt: isoString(r.createdAt) }),
 );
-export const memberToProto = (r: MemberRecord) =>
-  create(MemberSchema, { ...r, createdAt: isoString(r.createdAt) });
+export const memberWire = wireOf(MemberSchema, (r: MemberRecord) =>
+  create(MemberSchema, {
+    id: r.id,
+    name: r.name,
+    email: r.email,
+    role: r.role,
+    active: r.active,
+    createdAt: isoString(r.createdAt),
+  }),
+);
 
 const tally = (t: Tally) => ({ count: BigInt(t.count), valueCents: BigInt(t.valueCents) });
 

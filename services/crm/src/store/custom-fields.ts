@@ -1,11 +1,4 @@
-import {
-  type EmitChange,
-  immutableRecords,
-  isUniqueViolation,
-  newId,
-  type Origin,
-  type Sql,
-} from "@funil/db";
+import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 import type { FieldType } from "../custom-fields.js";
 
@@ -27,7 +20,7 @@ export type EmitCustomFieldEvent = EmitChange<
 
 export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
   /** Definitions kept in memory: a custom field never changes once created (there is no update). */
-  const kept = immutableRecords<CustomFieldRecord>(
+  const kept = keptRecords<CustomFieldRecord>(
     (workspaceId, ids) => sql<CustomFieldRecord[]>`
       select id, entity, field_key, label, type, options, created_at from custom_field_defs
       where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
@@ -73,10 +66,7 @@ export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
         select id from custom_field_defs
         where workspace_id = ${workspaceId} ${entity ? sql`and entity = ${entity}` : sql``}
         order by entity, created_at, id`;
-      return kept.inOrder(
-        workspaceId,
-        ids.map((r) => r.id),
-      );
+      return kept.inOrder(workspaceId, ids);
     },
   };
 }

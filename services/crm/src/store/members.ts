@@ -1,4 +1,4 @@
-import { type EmitChange, isUniqueViolation, newId, type Origin, type Sql } from "@funil/db";
+import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 
 export interface MemberRecord {
@@ -8,6 +8,8 @@ export interface MemberRecord {
   role: string;
   active: boolean;
   createdAt: Date;
+  /** How many times the member was updated (migration 00006): what a kept copy of it is checked against. */
+  version: number;
 }
 
 /** A member as its events carry it: with its workspace and the time of the change. */
@@ -15,13 +17,23 @@ export type MemberChange = MemberRecord & { workspaceId: string; updatedAt: Date
 /** Internal events (docs/api/events.md §Every event type): every change of a member is in GET /audit. */
 export type EmitMemberEvent = EmitChange<"member.created" | "member.updated", MemberChange>;
 
-const COLUMNS = "id, name, email, role, active, created_at";
+const COLUMNS = "id, name, email, role, active, created_at, version";
 
 const conflict = () => fail("conflict", "a member with this e-mail already exists in the workspace");
 
 export function memberStore(sql: Sql, emit: EmitMemberEvent) {
+  /** Members kept in memory at their version: a list reads ids and versions, and only the others whole. */
+  const kept = keptRecords<MemberRecord>(
+    (workspaceId, ids) => sql<MemberRecord[]>`
+      select ${sql.unsafe(COLUMNS)} from members where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
+  );
   return {
-    async create(workspaceId: string, m: Omit<MemberRecord, "id" | "createdAt">, now: Date, by: Origin) {
+    async create(
+      workspaceId: string,
+      m: Omit<MemberRecord, "id" | "createdAt" | "version">,
+      now: Date,
+      by: Origin,
+    ) {
       try {
         return await sql.begin(async (tx) => {
           const [row] = await tx<MemberRecord[]>`
@@ -61,10 +73,10 @@ export function memberStore(sql: Sql, emit: EmitMemberEvent) {
       });
     },
     /** Deactivated members stay in the list, so old assignees still resolve. */
-    async list(workspaceId: string) {
-      return sql<MemberRecord[]>`
-        select id, name, email, role, active, created_at from members
-        where workspace_id = ${workspaceId} order by created_at, id`;
+    async list(workspaceId: string): Promise<MemberRecord[]> {
+      const refs = await sql<{ id: string; version: number }[]>`
+        select id, version from members where workspace_id = ${workspaceId} order by created_at, id`;
+      return kept.inOrder(workspaceId, refs);
     },
     async exists(workspaceId: string, id: string) {
       const [row] = await sql`select 1 from members where workspace_id = ${workspaceId} and id = ${id}`;

@@ -1,11 +1,4 @@
-import {
-  type EmitChange,
-  immutableRecords,
-  newId,
-  type Origin,
-  type Sql,
-  type TransactionSql,
-} from "@funil/db";
+import { type EmitChange, keptRecords, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
 
 export interface StageRecord {
   id: string;
@@ -26,7 +19,7 @@ export type EmitPipelineEvent = EmitChange<"pipeline.created", PipelineRecord>;
 
 export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
   /** Pipelines kept in memory: a pipeline and its stages never change once created (there is no update). */
-  const kept = immutableRecords<PipelineRecord>(
+  const kept = keptRecords<PipelineRecord>(
     (workspaceId, ids) => sql<PipelineRecord[]>`
       select p.id, p.workspace_id, p.name, p.created_at,
         coalesce(
@@ -77,10 +70,7 @@ export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
     async list(workspaceId: string): Promise<PipelineRecord[]> {
       const ids = await sql<{ id: string }[]>`
         select id from pipelines where workspace_id = ${workspaceId} order by created_at, id`;
-      return kept.inOrder(
-        workspaceId,
-        ids.map((r) => r.id),
-      );
+      return kept.inOrder(workspaceId, ids);
     },
 
     /**

@@ -1,11 +1,4 @@
-import {
-  type EmitChange,
-  immutableRecords,
-  isUniqueViolation,
-  newId,
-  type Origin,
-  type Sql,
-} from "@funil/db";
+import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 import type { Window } from "../slots.js";
 
@@ -30,7 +23,7 @@ export type EmitCalendarEvent = EmitChange<"calendar.created", CalendarRecord>;
 
 export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
   /** Calendars kept in memory: a calendar never changes once created (docs/api/admin.md §Routes: there is no update). */
-  const kept = immutableRecords<CalendarRecord>(
+  const kept = keptRecords<CalendarRecord>(
     (workspaceId, ids) => sql<CalendarRecord[]>`
       select * from calendars where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
   );
@@ -71,10 +64,7 @@ export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
     async list(workspaceId: string): Promise<CalendarRecord[]> {
       const ids = await sql<{ id: string }[]>`
         select id from calendars where workspace_id = ${workspaceId} order by created_at, id`;
-      return kept.inOrder(
-        workspaceId,
-        ids.map((r) => r.id),
-      );
+      return kept.inOrder(workspaceId, ids);
     },
 
     get: (workspaceId: string, id: string): Promise<CalendarRecord | undefined> => kept.get(workspaceId, id),

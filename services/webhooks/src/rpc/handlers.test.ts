@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { naming } from "@funil/config";
-import { AuthService, WebhookService } from "@funil/contracts";
+import { AuthService, SubscriptionSchema, WebhookService } from "@funil/contracts";
 import { type EventInput, migrate, openDatabase, type Sql, type TransactionSql, writeEvent } from "@funil/db";
-import { describeError, errorInterceptor } from "@funil/rpc";
+import { describeError, errorInterceptor, toApiJson } from "@funil/rpc";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretBox } from "../secrets.js";
@@ -156,5 +156,28 @@ describe("reads by id made at once (an RPC batch) share one statement", () => {
       "not_found",
       "https://8.8.8.8/one",
     ]);
+  });
+});
+
+describe("subscriptions kept in memory at their version (keptRecords)", () => {
+  it("docs/api/webhooks.md §GET /webhooks: a subscription changed through another copy, or by the circuit breaker, is listed as it is now", async () => {
+    const made = await create("https://8.8.8.8/kept");
+    if (!("ok" in made)) throw new Error(JSON.stringify(made));
+    const id = made.ok.subscription!.id;
+    // Another copy of the service: the same database, a memory of its own.
+    const other = subscriptionStore(sql, async () => {});
+    const listed = async () => (await other.list(workspaceId)).find((s) => s.id === id)!;
+    expect(await listed()).toMatchObject({ url: "https://8.8.8.8/kept", active: true, version: 0 });
+    await webhooks.updateWebhook({ workspaceId, keyId: "key_all", id, fields: { description: "changed" } });
+    expect(await listed()).toMatchObject({ description: "changed", version: 1 });
+    // Any update of the row raises its version (a trigger), whichever code made it: here the breaker's.
+    await sql`update subscriptions set active = false, disabled_reason = 'circuit_breaker' where id = ${id}`;
+    expect(await listed()).toMatchObject({ active: false, disabledReason: "circuit_breaker", version: 2 });
+    const json = await webhooks.listWebhooks({ workspaceId, apiJson: true });
+    const messages = await webhooks.listWebhooks({ workspaceId });
+    expect(json.ids).toEqual(messages.data.map((s) => s.id));
+    expect(json.itemsJson.map((j) => JSON.parse(j))).toEqual(
+      messages.data.map((s) => toApiJson(SubscriptionSchema, s)),
+    );
   });
 });

@@ -146,7 +146,10 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
   return {
     async listWebhooks(req) {
       const rows = await subscriptions.list(req.workspaceId);
-      return { data: rows.map((s) => subscriptionWire.proto(s)) };
+      // With api_json the subscriptions go as the API's JSON, written once per subscription and version kept in memory.
+      return req.apiJson
+        ? { ids: rows.map((s) => s.id), itemsJson: rows.map(subscriptionWire.text) }
+        : { data: rows.map((s) => subscriptionWire.proto(s)) };
     },
 
     getWebhook: getById("webhook subscription", subscriptions.get, reply),

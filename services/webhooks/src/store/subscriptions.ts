@@ -2,6 +2,7 @@ import {
   coalescedReads,
   type EmitChange,
   inTransaction,
+  keptRecords,
   newId,
   type Origin,
   type Sql,
@@ -10,7 +11,8 @@ import {
 import { applyPatch, type SubscriptionChanges, type SubscriptionRecord } from "../subscriptions.js";
 
 export const columns = (sql: Sql) => sql`
-  id, workspace_id, key_id, url, events, description, active, disabled_reason, failing_since, created_at, updated_at`;
+  id, workspace_id, key_id, url, events, description, active, disabled_reason, failing_since, created_at, updated_at,
+  version`;
 
 /** The secret to rotate in for 24 h besides the new one (docs/api/webhooks.md §POST /webhooks/{id}/rotate-secret). */
 export const PREVIOUS_SECRET_MS = 24 * 3_600_000;
@@ -30,6 +32,11 @@ export type EmitSubscriptionEvent = EmitChange<SubscriptionEventType, Subscripti
 const SECRET = ["secret"];
 
 export function subscriptionStore(sql: Sql, emit: EmitSubscriptionEvent) {
+  /** Subscriptions kept in memory at their version: a list reads ids and versions, and only the others whole. */
+  const kept = keptRecords<SubscriptionRecord>(
+    (workspaceId, ids) => sql<SubscriptionRecord[]>`
+      select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
+  );
   return {
     async create(
       workspaceId: string,
@@ -60,9 +67,10 @@ export function subscriptionStore(sql: Sql, emit: EmitSubscriptionEvent) {
 
     /** Every subscription of the workspace, oldest first (a handful per workspace: one page). */
     async list(workspaceId: string): Promise<SubscriptionRecord[]> {
-      return sql<SubscriptionRecord[]>`
-        select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId}
+      const refs = await sql<{ id: string; version: number }[]>`
+        select id, version from subscriptions where workspace_id = ${workspaceId}
         order by created_at, id limit 1000`;
+      return kept.inOrder(workspaceId, refs);
     },
 
     /** A subscription by id; the reads of one RPC batch in one statement. */

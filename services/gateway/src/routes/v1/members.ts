@@ -1,11 +1,10 @@
 import { MemberSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
 import { z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { member, page } from "../../schemas/responses.js";
-import { pageOf, wholeListQuery } from "./whole-list.js";
+import { sendWholeJsonList, wholeListQuery } from "./whole-list.js";
 
 const errors = errorResponses(400, 401, 403);
 
@@ -24,13 +23,10 @@ export const memberRoutes =
           response: { 200: page(member), ...errors },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const { workspaceId } = req.caller;
-        const res = await ctx.crm.members.listMembers({ workspaceId });
-        return pageOf(
-          res.data.map((m) => toApiJson(MemberSchema, m)),
-          { list: "members", workspaceId, ...req.query, key: (m) => String(m.id) },
-        );
+        const res = await ctx.crm.members.listMembers({ workspaceId, apiJson: true });
+        return sendWholeJsonList(reply, MemberSchema, res, { list: "members", workspaceId, ...req.query });
       },
     );
   };

@@ -13,7 +13,7 @@ import { writeOptions } from "../../origin.js";
 import { errorResponses } from "../../schemas/common.js";
 import { delivery, page, webhook, webhookCreated, webhookSecret } from "../../schemas/responses.js";
 import type { RouteApp } from "../app.js";
-import { pageOf, wholeListQuery } from "./whole-list.js";
+import { sendWholeJsonList, wholeListQuery } from "./whole-list.js";
 
 // The read scopes of the events are checked by the webhooks service, which asks for the key's current
 // scopes itself (docs/api/conventions.md §Scopes per route; docs/api/webhooks.md §Scope revoked): one owner for the rule, over HTTP and gRPC alike.
@@ -47,13 +47,14 @@ function subscriptionsOfWorkspace(app: RouteApp, ctx: GatewayContext) {
         response: { 200: page(webhook), ...errors },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const { workspaceId } = req.caller;
-      const res = await api(ctx).listWebhooks({ workspaceId });
-      return pageOf(
-        res.data.map((s) => json(s)),
-        { list: "webhooks", workspaceId, ...req.query, key: (s) => String(s.id) },
-      );
+      const res = await api(ctx).listWebhooks({ workspaceId, apiJson: true });
+      return sendWholeJsonList(reply, SubscriptionSchema, res, {
+        list: "webhooks",
+        workspaceId,
+        ...req.query,
+      });
     },
   );
 

@@ -61,7 +61,7 @@ interface JsonListAnswer<D extends DescMessage> {
 
 /**
  * A page (pageOf) of a whole list whose service answered each item as the API's JSON, kept in its memory
- * with the record (immutableRecords in @funil/db): sent as it came, nothing decoded, mapped or serialized
+ * with the record (keptRecords in @funil/db): sent as it came, nothing decoded, mapped or serialized
  * here. From an older copy of the service, which answers messages, the page is mapped as every list's.
  */
 export function sendWholeJsonList<D extends DescMessage>(

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file funil/crm/v1/members.proto.
  */
 export const file_funil_crm_v1_members: GenFile = /*@__PURE__*/
-  fileDesc("ChpmdW5pbC9jcm0vdjEvbWVtYmVycy5wcm90bxIMZnVuaWwuY3JtLnYxImMKBk1lbWJlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWVtYWlsGAMgASgJEgwKBHJvbGUYBCABKAkSDgoGYWN0aXZlGAUgASgIEhIKCmNyZWF0ZWRfYXQYBiABKAkidgoTQ3JlYXRlTWVtYmVyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVlbWFpbBgDIAEoCRIMCgRyb2xlGAQgASgJEhMKBmFjdGl2ZRgFIAEoCEgAiAEBQgkKB19hY3RpdmUiPAoUQ3JlYXRlTWVtYmVyUmVzcG9uc2USJAoGbWVtYmVyGAEgASgLMhQuZnVuaWwuY3JtLnYxLk1lbWJlciKPAQoTVXBkYXRlTWVtYmVyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhEKBHJvbGUYBCABKAlIAYgBARITCgZhY3RpdmUYBSABKAhIAogBAUIHCgVfbmFtZUIHCgVfcm9sZUIJCgdfYWN0aXZlIjwKFFVwZGF0ZU1lbWJlclJlc3BvbnNlEiQKBm1lbWJlchgBIAEoCzIULmZ1bmlsLmNybS52MS5NZW1iZXIiKgoSTGlzdE1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSI5ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiIKBGRhdGEYASADKAsyFC5mdW5pbC5jcm0udjEuTWVtYmVyMpYCCg1NZW1iZXJTZXJ2aWNlElUKDENyZWF0ZU1lbWJlchIhLmZ1bmlsLmNybS52MS5DcmVhdGVNZW1iZXJSZXF1ZXN0GiIuZnVuaWwuY3JtLnYxLkNyZWF0ZU1lbWJlclJlc3BvbnNlElUKDFVwZGF0ZU1lbWJlchIhLmZ1bmlsLmNybS52MS5VcGRhdGVNZW1iZXJSZXF1ZXN0GiIuZnVuaWwuY3JtLnYxLlVwZGF0ZU1lbWJlclJlc3BvbnNlElcKC0xpc3RNZW1iZXJzEiAuZnVuaWwuY3JtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBohLmZ1bmlsLmNybS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlIgOQAgFiBnByb3RvMw");
+  fileDesc("ChpmdW5pbC9jcm0vdjEvbWVtYmVycy5wcm90bxIMZnVuaWwuY3JtLnYxImMKBk1lbWJlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWVtYWlsGAMgASgJEgwKBHJvbGUYBCABKAkSDgoGYWN0aXZlGAUgASgIEhIKCmNyZWF0ZWRfYXQYBiABKAkidgoTQ3JlYXRlTWVtYmVyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVlbWFpbBgDIAEoCRIMCgRyb2xlGAQgASgJEhMKBmFjdGl2ZRgFIAEoCEgAiAEBQgkKB19hY3RpdmUiPAoUQ3JlYXRlTWVtYmVyUmVzcG9uc2USJAoGbWVtYmVyGAEgASgLMhQuZnVuaWwuY3JtLnYxLk1lbWJlciKPAQoTVXBkYXRlTWVtYmVyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhEKBHJvbGUYBCABKAlIAYgBARITCgZhY3RpdmUYBSABKAhIAogBAUIHCgVfbmFtZUIHCgVfcm9sZUIJCgdfYWN0aXZlIjwKFFVwZGF0ZU1lbWJlclJlc3BvbnNlEiQKBm1lbWJlchgBIAEoCzIULmZ1bmlsLmNybS52MS5NZW1iZXIiPAoSTGlzdE1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghhcGlfanNvbhgCIAEoCCJaChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiIKBGRhdGEYASADKAsyFC5mdW5pbC5jcm0udjEuTWVtYmVyEgsKA2lkcxgCIAMoCRISCgppdGVtc19qc29uGAMgAygJMpYCCg1NZW1iZXJTZXJ2aWNlElUKDENyZWF0ZU1lbWJlchIhLmZ1bmlsLmNybS52MS5DcmVhdGVNZW1iZXJSZXF1ZXN0GiIuZnVuaWwuY3JtLnYxLkNyZWF0ZU1lbWJlclJlc3BvbnNlElUKDFVwZGF0ZU1lbWJlchIhLmZ1bmlsLmNybS52MS5VcGRhdGVNZW1iZXJSZXF1ZXN0GiIuZnVuaWwuY3JtLnYxLlVwZGF0ZU1lbWJlclJlc3BvbnNlElcKC0xpc3RNZW1iZXJzEiAuZnVuaWwuY3JtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBohLmZ1bmlsLmNybS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlIgOQAgFiBnByb3RvMw");
 
 /**
  * @generated from message funil.crm.v1.Member
@@ -172,6 +172,13 @@ export type ListMembersRequest = Message<"funil.crm.v1.ListMembersRequest"> & {
    * @generated from field: string workspace_id = 1;
    */
   workspaceId: string;
+
+  /**
+   * Answer the members as the API's JSON (ids and items_json) instead of messages.
+   *
+   * @generated from field: bool api_json = 2;
+   */
+  apiJson: boolean;
 };
 
 /**
@@ -186,9 +193,23 @@ export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PUR
  */
 export type ListMembersResponse = Message<"funil.crm.v1.ListMembersResponse"> & {
   /**
+   * Without api_json: the members in order of creation.
+   *
    * @generated from field: repeated funil.crm.v1.Member data = 1;
    */
   data: Member[];
+
+  /**
+   * With api_json: each member's id and, at the same index, its JSON as the API answers it.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids: string[];
+
+  /**
+   * @generated from field: repeated string items_json = 3;
+   */
+  itemsJson: string[];
 };
 
 /**
