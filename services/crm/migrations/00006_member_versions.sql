@@ -3,11 +3,11 @@
 -- holds at that version (keptRecords in packages/db), reading the others again.
 alter table members add column version integer not null default 0;
 
-create function raise_version() returns trigger language plpgsql as $$
+create function members_raise_version() returns trigger language plpgsql as $$
 begin
   new.version := old.version + 1;
   return new;
 end
 $$;
 
-create trigger members_version before update on members for each row execute function raise_version();
+create trigger members_version before update on members for each row execute function members_raise_version();

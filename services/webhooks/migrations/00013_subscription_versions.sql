@@ -4,11 +4,11 @@
 -- version (keptRecords in packages/db), reading the others again.
 alter table subscriptions add column version integer not null default 0;
 
-create function raise_version() returns trigger language plpgsql as $$
+create function subscriptions_raise_version() returns trigger language plpgsql as $$
 begin
   new.version := old.version + 1;
   return new;
 end
 $$;
 
-create trigger subscriptions_version before update on subscriptions for each row execute function raise_version();
+create trigger subscriptions_version before update on subscriptions for each row execute function subscriptions_raise_version();
