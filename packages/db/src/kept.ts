@@ -1,7 +1,7 @@
 /** What names a record kept by `keptRecords`: its id, unique in its workspace, and its version when it can change. */
 export interface RecordRef {
   id: string;
-  /** The row's version (a trigger counts its updates); absent for records that never change. */
+  /** The row's version (a trigger counts the updates that changed it); absent for records that never change. */
   version?: number;
 }
 
@@ -9,8 +9,8 @@ export interface RecordRef {
  * Records kept in memory by (workspace, id), so that a list of them reads only their ids (and versions)
  * and writes each one's API JSON once. For records the API never changes once written (a calendar, a
  * pipeline with its stages, a custom field's definition: none has an update) the id is enough; for the
- * others the list reads each row's version, which a trigger raises at every update whatever the code path,
- * and a kept record of another version is read again. The ids come from the database at every list, in the
+ * others the list reads each row's version, which a trigger raises at every update that changes the row,
+ * whatever the code path, and a kept record of another version is read again. The ids come from the database at every list, in the
  * list's order: a record written or changed through another copy of the service is read at this copy's next
  * list, one gone with its workspace is no longer listed, and a workspace's records are never another's (the
  * key is the pair). At most `max` records are kept; past that the oldest kept is dropped, and read again

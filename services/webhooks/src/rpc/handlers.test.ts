@@ -173,6 +173,9 @@ describe("subscriptions kept in memory at their version (keptRecords)", () => {
     // Any update of the row raises its version (a trigger), whichever code made it: here the breaker's.
     await sql`update subscriptions set active = false, disabled_reason = 'circuit_breaker' where id = ${id}`;
     expect(await listed()).toMatchObject({ active: false, disabledReason: "circuit_breaker", version: 2 });
+    // An update that changes nothing (a failed attempt of a subscription already failing) leaves it.
+    await sql`update subscriptions set failing_since = failing_since, updated_at = updated_at where id = ${id}`;
+    expect(await listed()).toMatchObject({ version: 2 });
     const json = await webhooks.listWebhooks({ workspaceId, apiJson: true });
     const messages = await webhooks.listWebhooks({ workspaceId });
     expect(json.ids).toEqual(messages.data.map((s) => s.id));
