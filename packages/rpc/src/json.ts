@@ -152,3 +152,18 @@ export function wireOf<R extends object, D extends DescMessage>(
     },
   };
 }
+
+/**
+ * A whole list's answer from records kept in memory: with `apiJson` (the gateway's ask) each record's id and
+ * its API JSON, written once per record (`wire.text`), which the gateway pages and sends on; without it, the
+ * messages (what a gateway of the version before reads, during a roll).
+ */
+export function listAnswer<R extends { id: string }, M>(
+  wire: { proto: (r: R) => M; text: (r: R) => string },
+  records: readonly R[],
+  apiJson: boolean,
+): { ids: string[]; itemsJson: string[] } | { data: M[] } {
+  return apiJson
+    ? { ids: records.map((r) => r.id), itemsJson: records.map(wire.text) }
+    : { data: records.map(wire.proto) };
+}

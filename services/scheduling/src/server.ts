@@ -1,14 +1,14 @@
 import { fileURLToPath } from "node:url";
 import type { Clock } from "@funil/config";
-import { CalendarSchema, SERVICES } from "@funil/contracts";
+import { SERVICES } from "@funil/contracts";
 import { changeEmitter } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
-import { clientsOf, consumeErasures, type Infra, rpcOptions, startService, toApiJson } from "@funil/rpc";
+import { clientsOf, consumeErasures, type Infra, rpcOptions, startService } from "@funil/rpc";
 import type { Redis } from "ioredis";
 import type { SchedulingConfig } from "./config.js";
 import { type CrmDirectory, crmDirectory } from "./crm.js";
 import { routes, type SchedulingDeps } from "./rpc/routes.js";
-import { appointmentWire, calendarToProto } from "./rpc/wire.js";
+import { appointmentWire, calendarWire } from "./rpc/wire.js";
 import { appointmentStore } from "./store/appointments.js";
 import { calendarStore } from "./store/calendars.js";
 import { erasureStore } from "./store/erasures.js";
@@ -27,11 +27,7 @@ export function schedulingDeps(
     sql,
     calendars: calendarStore(
       sql,
-      changeEmitter(
-        infra.emit,
-        (c) => toApiJson(CalendarSchema, calendarToProto(c)),
-        (c) => c.createdAt,
-      ),
+      changeEmitter(infra.emit, calendarWire.json, (c) => c.createdAt),
     ),
     appointments: appointmentStore(
       sql,

@@ -7,7 +7,7 @@ import {
 } from "@funil/contracts";
 import { originOf } from "@funil/db";
 import { invalid } from "@funil/errors";
-import { plainOf } from "@funil/rpc";
+import { listAnswer, plainOf } from "@funil/rpc";
 import { check, createCustomFieldBody, listCustomFieldsQuery } from "@funil/schemas";
 import { checkCustomFields } from "../custom-fields.js";
 import type { CustomFieldStore } from "../store/custom-fields.js";
@@ -61,11 +61,11 @@ export function customFieldService(deps: {
         plainOf(ListCustomFieldsRequestSchema, req, ["workspaceId", "apiJson"]),
         "query",
       );
-      const list = await deps.customFields.list(req.workspaceId, query.entity);
-      // With api_json the definitions go as the API's JSON, written once per definition kept in memory.
-      return req.apiJson
-        ? { ids: list.map((f) => f.id), itemsJson: list.map(customFieldWire.text) }
-        : { data: list.map(customFieldWire.proto) };
+      return listAnswer(
+        customFieldWire,
+        await deps.customFields.list(req.workspaceId, query.entity),
+        req.apiJson,
+      );
     },
   };
 }

@@ -3,7 +3,7 @@ import type { Clock } from "@funil/config";
 import { CreateMemberRequestSchema, type MemberService, UpdateMemberRequestSchema } from "@funil/contracts";
 import { originOf } from "@funil/db";
 import { notFound } from "@funil/errors";
-import { plainOf } from "@funil/rpc";
+import { listAnswer, plainOf } from "@funil/rpc";
 import { check, createMemberBody, idParam, patchMemberBody } from "@funil/schemas";
 import type { MemberStore } from "../store/members.js";
 import { memberWire } from "./wire.js";
@@ -43,11 +43,7 @@ export function memberService(deps: {
     },
 
     async listMembers(req) {
-      const list = await deps.members.list(req.workspaceId);
-      // With api_json the members go as the API's JSON, written once per member and version kept in memory.
-      return req.apiJson
-        ? { ids: list.map((m) => m.id), itemsJson: list.map(memberWire.text) }
-        : { data: list.map(memberWire.proto) };
+      return listAnswer(memberWire, await deps.members.list(req.workspaceId), req.apiJson);
     },
   };
 }

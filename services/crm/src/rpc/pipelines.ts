@@ -2,6 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import type { PipelineService } from "@funil/contracts";
 import { originOf } from "@funil/db";
+import { listAnswer } from "@funil/rpc";
 import { check, createPipelineBody } from "@funil/schemas";
 import type { PipelineStore } from "../store/pipelines.js";
 import { pipelineWire } from "./wire.js";
@@ -28,11 +29,7 @@ export function pipelineService(deps: {
     },
 
     async listPipelines(req) {
-      const list = await deps.pipelines.list(req.workspaceId);
-      // With api_json the pipelines go as the API's JSON, written once per pipeline kept in memory.
-      return req.apiJson
-        ? { ids: list.map((p) => p.id), itemsJson: list.map(pipelineWire.text) }
-        : { data: list.map((p) => pipelineWire.proto(p)) };
+      return listAnswer(pipelineWire, await deps.pipelines.list(req.workspaceId), req.apiJson);
     },
   };
 }

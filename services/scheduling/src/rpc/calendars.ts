@@ -3,14 +3,14 @@ import type { Clock } from "@funil/config";
 import { type CalendarService, CreateCalendarRequestSchema, ListSlotsRequestSchema } from "@funil/contracts";
 import { originOf } from "@funil/db";
 import { invalid, invalidReference, notFound } from "@funil/errors";
-import { plainOf } from "@funil/rpc";
+import { listAnswer, plainOf } from "@funil/rpc";
 import { check, createCalendarBody, idParam, instant, slotsQuery } from "@funil/schemas";
 import type { CrmDirectory } from "../crm.js";
 import { localDayOf } from "../local-time.js";
 import { freeSlots, type Slot, slotRange } from "../slots.js";
 import type { AppointmentStore } from "../store/appointments.js";
 import type { CalendarStore } from "../store/calendars.js";
-import { calendarJson, calendarToProto, slotToProto } from "./wire.js";
+import { calendarWire, slotToProto } from "./wire.js";
 
 const PAGE_FIELDS = ["limit", "afterStartAt", "afterIndex"];
 type FreeSlot = Slot & { assigneeUserId: string };
@@ -77,15 +77,11 @@ export function calendarService(deps: {
         clock.now(),
         originOf(ctx.requestHeader),
       );
-      return { calendar: calendarToProto(calendar) };
+      return { calendar: calendarWire.proto(calendar) };
     },
 
-    /** With api_json the calendars go as the API's JSON, which the gateway answers as it comes. */
     async listCalendars(req) {
-      const list = await calendars.list(req.workspaceId);
-      return req.apiJson
-        ? { ids: list.map((c) => c.id), itemsJson: list.map(calendarJson) }
-        : { data: list.map(calendarToProto) };
+      return listAnswer(calendarWire, await calendars.list(req.workspaceId), req.apiJson);
     },
 
     async listSlots(req) {

@@ -2,12 +2,11 @@ import { create } from "@bufbuild/protobuf";
 import {
   type Appointment,
   AppointmentSchema,
-  type Calendar,
   CalendarSchema,
   type Slot as SlotMessage,
   SlotSchema,
 } from "@funil/contracts";
-import { toApiJson, wireOf } from "@funil/rpc";
+import { wireOf } from "@funil/rpc";
 import { isoString } from "@funil/schemas";
 import type { AppointmentRecord } from "../booking.js";
 import type { Slot } from "../slots.js";
@@ -56,41 +55,20 @@ export const appointmentWire = wireOf(
   }),
 );
 
-const calendarMessages = new WeakMap<CalendarRecord, Calendar>();
-const calendarJsons = new WeakMap<CalendarRecord, string>();
-
-/**
- * A calendar's message, made once per record: a calendar never changes once created, and the store keeps
- * its records in memory (store/calendars.ts), so a list of them costs no reflective create() per call.
- */
-export function calendarToProto(c: CalendarRecord): Calendar {
-  let message = calendarMessages.get(c);
-  if (!message) {
-    message = create(CalendarSchema, {
-      id: c.id,
-      key: c.key,
-      name: c.name,
-      durationMin: c.durationMin,
-      dailyCap: c.dailyCap,
-      timezone: c.timezone,
-      slotIntervalMin: c.slotIntervalMin,
-      assigneeUserIds: c.assigneeUserIds,
-      availability: c.availability,
-    });
-    calendarMessages.set(c, message);
-  }
-  return message;
-}
-
-/** A calendar as the API's JSON (what GET /calendars answers for it), written once per record as its message is. */
-export function calendarJson(c: CalendarRecord): string {
-  let json = calendarJsons.get(c);
-  if (!json) {
-    json = JSON.stringify(toApiJson(CalendarSchema, calendarToProto(c)));
-    calendarJsons.set(c, json);
-  }
-  return json;
-}
+/** A calendar's message and API JSON, each made once per record (the store keeps calendars in memory). */
+export const calendarWire = wireOf(CalendarSchema, (c: CalendarRecord) =>
+  create(CalendarSchema, {
+    id: c.id,
+    key: c.key,
+    name: c.name,
+    durationMin: c.durationMin,
+    dailyCap: c.dailyCap,
+    timezone: c.timezone,
+    slotIntervalMin: c.slotIntervalMin,
+    assigneeUserIds: c.assigneeUserIds,
+    availability: c.availability,
+  }),
+);
 
 /**
  * A slot as its message, written out: a month of slots is thousands of them,

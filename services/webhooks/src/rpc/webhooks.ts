@@ -14,7 +14,7 @@ import {
 } from "@funil/contracts";
 import { type FiltersOf, getById, type KeysetList, listPage, originOf, type Sql } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
-import { keyedCall, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
+import { keyedCall, listAnswer, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
 import {
   check,
   createWebhookBody,
@@ -145,11 +145,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
 
   return {
     async listWebhooks(req) {
-      const rows = await subscriptions.list(req.workspaceId);
-      // With api_json the subscriptions go as the API's JSON, written once per subscription and version kept in memory.
-      return req.apiJson
-        ? { ids: rows.map((s) => s.id), itemsJson: rows.map(subscriptionWire.text) }
-        : { data: rows.map((s) => subscriptionWire.proto(s)) };
+      return listAnswer(subscriptionWire, await subscriptions.list(req.workspaceId), req.apiJson);
     },
 
     getWebhook: getById("webhook subscription", subscriptions.get, reply),
