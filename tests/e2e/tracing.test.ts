@@ -373,7 +373,7 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     webhooks.set(path, "ok");
   });
 
-  it("a caller's decision not to sample is kept downstream: nothing of its trace is recorded, the events it causes included", async () => {
+  it("a caller's decision not to sample is kept downstream: nothing of its trace is recorded, the events it causes and their webhook jobs included", async () => {
     const traceId = "0af7651916cd43dd8448eb211c80319c";
     const unsampled = await request(
       "POST",
@@ -400,6 +400,13 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     expect(receiver.spans.filter((s) => s.traceId === traceId)).toEqual([]);
     // No consumer started a trace of its own for that event: the message carried the decision.
     expect(receiver.spans.filter((s) => s.kind === CONSUMER_KIND && s.parentSpanId === "")).toEqual([]);
+    // The gateway's lines of that request name the caller's ids, to find the caller's logs by.
+    const requestId = unsampled.headers.get("x-request-id");
+    const lines = await waitFor(async () => {
+      const mine = logLines("gateway").filter((l) => l.reqId === requestId);
+      return mine.some((l) => l.msg === "request completed") ? mine : undefined;
+    });
+    for (const line of lines) expect(line).toMatchObject({ trace_id: traceId, span_id: "b7ad6b7169203331" });
   });
 
   it('docs/operations.md §Tracing, Logs: every line of a traced request carries its trace_id and span_id, Fastify\'s own "incoming request" and "request completed" included, and a consumer\'s lines too', async () => {

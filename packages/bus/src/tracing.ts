@@ -8,6 +8,7 @@ import {
   trace,
   tracer,
   tracingOn,
+  unsampledByParent,
 } from "@funil/telemetry";
 import type { JsMsg } from "@nats-io/jetstream";
 
@@ -62,12 +63,14 @@ function endWith(spans: Span[], work: Promise<void>): Promise<void> {
 /**
  * The handler of one message, run inside a span that continues the message's trace (so its statements,
  * its calls and the events it writes belong to the trace of the write that sent it). Off, the handler as
- * it is: nothing is read or allocated per message.
+ * it is: nothing is read or allocated per message. A message whose writer did not sample it
+ * (unsampledByParent) is handled as it is too: no span, no context.
  */
 export function traceMessages(durable: string, handle: (m: JsMsg) => Promise<void>) {
   return (m: JsMsg): Promise<void> => {
     if (!tracingOn()) return handle(m);
     const parent = messageContext(m);
+    if (unsampledByParent(parent)) return handle(m);
     const span = startSpan(durable, m, parent);
     return endWith([span], context.with(trace.setSpan(parent, span), handle, undefined, m));
   };
@@ -76,15 +79,20 @@ export function traceMessages(durable: string, handle: (m: JsMsg) => Promise<voi
 /**
  * The handler of a batch: every message gets a span in its own trace, and the batch's shared work (one
  * transaction for all of them) runs under the first recorded one, so its statements show in that trace.
+ * Messages whose writers did not sample them (unsampledByParent) get none; a batch of only those is
+ * handled as it is.
  */
 export function traceBatches(durable: string, handle: (msgs: JsMsg[]) => Promise<void>) {
   return (msgs: JsMsg[]): Promise<void> => {
     if (!tracingOn() || msgs.length === 0) return handle(msgs);
-    const started = msgs.map((m) => {
+    const started: Array<{ parent: Context; span: Span }> = [];
+    for (const m of msgs) {
       const parent = messageContext(m);
-      return { parent, span: startSpan(durable, m, parent, msgs.length) };
-    });
-    const lead = started.find((s) => s.span.isRecording()) ?? started[0]!;
+      if (!unsampledByParent(parent))
+        started.push({ parent, span: startSpan(durable, m, parent, msgs.length) });
+    }
+    const lead = started.find((s) => s.span.isRecording()) ?? started[0];
+    if (!lead) return handle(msgs);
     const work = context.with(trace.setSpan(lead.parent, lead.span), handle, undefined, msgs);
     return endWith(
       started.map((s) => s.span),

@@ -1,4 +1,4 @@
-import { isSpanContextValid, type Span, trace } from "@opentelemetry/api";
+import { isSpanContextValid, type Span, TraceFlags, trace } from "@opentelemetry/api";
 import { type Logger, pino } from "pino";
 import { z } from "zod";
 
@@ -169,15 +169,18 @@ const BOUND = Symbol("funil.traceBound");
 
 /**
  * The pino mixin of every process's logger: a line written inside a traced piece of work (a request, an
- * RPC method, a consumed message) carries the active span's `trace_id` and `span_id`, so that the log and
- * the trace find each other. Tracing off, it is not installed at all.
+ * RPC method, a consumed message, sampled) carries the active span's `trace_id` and `span_id`, so that
+ * the log and the trace find each other. Work not sampled has no trace to find, and its lines name none.
+ * Tracing off, it is not installed at all.
  */
 export function traceFields(_obj: object, _level: number, logger?: Logger): object {
   if (logger && (logger as unknown as Record<symbol, boolean>)[BOUND]) return {};
   const span = trace.getActiveSpan();
   if (!span) return {};
   const ids = span.spanContext();
-  return isSpanContextValid(ids) ? { trace_id: ids.traceId, span_id: ids.spanId } : {};
+  return isSpanContextValid(ids) && (ids.traceFlags & TraceFlags.SAMPLED) !== 0
+    ? { trace_id: ids.traceId, span_id: ids.spanId }
+    : {};
 }
 
 /**

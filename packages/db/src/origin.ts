@@ -1,3 +1,5 @@
+import { traceparentOf } from "@funil/telemetry";
+
 /**
  * Who made a change, and in which request (docs/api/events.md §Who made a change). The gateway sends both
  * as headers of every write call; a service reads them in its handler and hands them to the store, which
@@ -12,6 +14,11 @@ export interface Origin {
   actor: Actor;
   /** The gateway's request id (the x-request-id it answered); null for the system's changes. */
   requestId: string | null;
+  /**
+   * The W3C traceparent the call came with, when tracing is on: the trace its events carry on when no
+   * sampled span is active where they are written (a request not sampled keeps its decision downstream).
+   */
+  traceparent?: string;
 }
 
 /** `key:<keyId>`, `admin` or `system`. */
@@ -42,9 +49,14 @@ export function originHeaders(origin: Origin): Record<string, string> {
 /** The origin of an RPC from its request headers (a handler's `ctx.requestHeader`). */
 export function originOf(headers: Headers | undefined): Origin {
   const actor = actorFromText(headers?.get(ACTOR_HEADER));
-  if (actor.type === "system") return SYSTEM;
+  const traceparent = traceparentOf(headers?.get("traceparent"));
+  if (actor.type === "system") return traceparent ? { ...SYSTEM, traceparent } : SYSTEM;
   const requestId = headers?.get(REQUEST_ID_HEADER);
-  return { actor, requestId: requestId ? requestId.slice(0, 200) : null };
+  return {
+    actor,
+    requestId: requestId ? requestId.slice(0, 200) : null,
+    ...(traceparent ? { traceparent } : {}),
+  };
 }
 
 /** Bookkeeping fields: no change of their own. */

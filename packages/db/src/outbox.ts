@@ -50,7 +50,11 @@ export async function writeEvent<T>(
     requestId: origin.requestId,
     changes: event.changes ?? [],
   };
-  await writeMessage(tx, [{ id: envelope.id, subject: subjectOf(event.type), payload: envelope }]);
+  // The active span's context when the change is sampled, else the one its request came with.
+  const traceparent = activeTraceparent() ?? origin.traceparent;
+  await writeMessage(tx, [
+    { id: envelope.id, subject: subjectOf(event.type), payload: envelope, traceparent },
+  ]);
   return envelope;
 }
 

@@ -1,11 +1,11 @@
 import {
-  activeTraceparent,
   context,
   extractContext,
   SpanKind,
   SpanStatusCode,
   sampled,
   trace,
+  traceHeaders,
   tracer,
   tracingOn,
 } from "@funil/telemetry";
@@ -119,7 +119,7 @@ export function publishTraced(
     },
     parent,
   );
-  return send(context.with(trace.setSpan(parent, span), activeTraceparent)).then(
+  return send(traceHeaders(trace.setSpan(parent, span))?.traceparent).then(
     () => span.end(),
     (err: unknown) => {
       span.setStatus({ code: SpanStatusCode.ERROR });

@@ -4,6 +4,7 @@ import {
   type Context,
   context,
   extractContext,
+  outgoingTraceHeaders,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -11,6 +12,7 @@ import {
   trace,
   traceHeaders,
   tracer,
+  unsampledByParent,
 } from "@funil/telemetry";
 import { addHeaders, plainHeaders } from "./headers.js";
 
@@ -50,14 +52,15 @@ async function within(span: Span, call: () => ReturnType<Next>) {
  * The client side, added to a transport only when tracing is on: every call carries the caller's context
  * as a W3C traceparent header, which the transport sends with the call alone or inside its batch frame
  * (each call of a batch has headers of its own). In a sampled trace the call gets a CLIENT span (the
- * parent of the service's); in an unsampled one only the traceparent string travels, added to the
- * call's plain headers (no span, no Headers object), so that the service keeps the caller's decision
- * and nothing is recorded.
+ * parent of the service's); in an unsampled one only a traceparent string travels, added to the call's
+ * plain headers (no span, no Headers object): the active context's, or one of fresh ids with the sampled
+ * flag off when work not sampled has none active any more (outgoingTraceHeaders), so that the service
+ * keeps the caller's decision and nothing is recorded.
  */
 export const traceCalls: Interceptor = (next) => (req) => {
   const active = context.active();
   if (!sampled(active)) {
-    const headers = traceHeaders(active);
+    const headers = outgoingTraceHeaders(active);
     if (headers) addHeaders(req, headers);
     return next(req);
   }
@@ -76,13 +79,15 @@ const UNTRACED = new Set(["funil.health.v1.HealthService", "grpc.health.v1.Healt
 /**
  * The server side, first of the server's interceptors when tracing is on: one SERVER span per method call,
  * child of the traceparent the call carries (a batch's calls each of their own, read from its plain
- * headers), active while the implementation runs; a call that fails marks it as an error. A span not
- * recorded (the caller's trace is not sampled) is only made active, so that what the call does carries
- * the decision on.
+ * headers), active while the implementation runs; a call that fails marks it as an error. A call its
+ * caller did not sample gets no span at all (unsampledByParent), and one the sampler does not record is
+ * only made active: what the call writes carries the decision on through its origin (the traceparent
+ * it was sent, in the outbox row) and through outgoingTraceHeaders (its calls).
  */
 export const traceHandlers: Interceptor = (next) => (req) => {
   if (UNTRACED.has(req.service.typeName)) return next(req);
   const parent: Context = extractContext(plainHeaders(req));
+  if (unsampledByParent(parent)) return next(req);
   // The samplers look at the trace id and the parent only: attributes are built for a recorded span alone.
   const span = tracer().startSpan(nameOf(req), { kind: SpanKind.SERVER }, parent);
   const active = trace.setSpan(parent, span);

@@ -1,6 +1,18 @@
 import * as sdk from "@opentelemetry/sdk-trace";
-import { describe, expect, it } from "vitest";
-import { samplerOf, samplerSpec, tracingSettings } from "./index.js";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  context,
+  extractContext,
+  outgoingTraceHeaders,
+  samplerOf,
+  samplerSpec,
+  startTracing,
+  stopTracing,
+  traceparentOf,
+  tracingSettings,
+  unsampledByParent,
+} from "./index.js";
+import { SampledContextManager } from "./sampled-context.js";
 
 const sampler = (name: string | undefined, arg: string | undefined) => samplerOf(sdk, samplerSpec(name, arg));
 
@@ -57,5 +69,64 @@ describe("sampler", () => {
   it("refuses an unknown sampler or a ratio outside 0..1, naming the variable", () => {
     expect(() => samplerSpec("sometimes", undefined)).toThrow(/OTEL_TRACES_SAMPLER: unknown sampler/);
     expect(() => samplerSpec("traceidratio", "2")).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+  });
+});
+
+describe("work not sampled (docs/operations.md §Tracing: what work not sampled carries)", () => {
+  afterEach(stopTracing);
+  const SAMPLED = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  const UNSAMPLED = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+  // A port nothing listens on: nothing is exported in these tests.
+  const env = (sampler: string) => ({
+    ...ENDPOINT,
+    OTEL_TRACES_SAMPLER: sampler,
+    OTEL_TRACES_SAMPLER_ARG: "0.1",
+  });
+
+  it("with a parent-based sampler: a caller's decision not to sample is skipped at once, and what is sent without a context says not sampled, under ids of its own", async () => {
+    await startTracing("crm", env("parentbased_traceidratio"));
+    expect(unsampledByParent(extractContext({ traceparent: UNSAMPLED }))).toBe(true);
+    expect(unsampledByParent(extractContext({ traceparent: SAMPLED }))).toBe(false);
+    expect(unsampledByParent(extractContext({}))).toBe(false);
+    expect(unsampledByParent(extractContext({ traceparent: "00-zz-01" }))).toBe(false);
+    const a = outgoingTraceHeaders(context.active())?.traceparent;
+    const b = outgoingTraceHeaders(context.active())?.traceparent;
+    expect(a).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect(b).not.toBe(a);
+    expect(outgoingTraceHeaders(extractContext({ traceparent: SAMPLED }))).toEqual({ traceparent: SAMPLED });
+  });
+
+  it("with another sampler every context follows its work (AsyncLocalStorage), and nothing is sent without one", async () => {
+    await startTracing("crm", env("traceidratio"));
+    expect(unsampledByParent(extractContext({ traceparent: UNSAMPLED }))).toBe(false);
+    expect(outgoingTraceHeaders(context.active())).toBeUndefined();
+    const kept = await context.with(extractContext({ traceparent: UNSAMPLED }), async () => {
+      await new Promise((r) => setTimeout(r, 1));
+      return outgoingTraceHeaders(context.active());
+    });
+    expect(kept).toEqual({ traceparent: UNSAMPLED });
+  });
+
+  it("the parent-based samplers get the manager that carries sampled work only", async () => {
+    await startTracing("crm", env("parentbased_always_on"));
+    const ctx = extractContext({ traceparent: SAMPLED });
+    const carried = await context.with(ctx, async () => {
+      await new Promise((r) => setTimeout(r, 1));
+      return context.active();
+    });
+    expect(carried).toBe(ctx);
+    const lost = await context.with(extractContext({ traceparent: UNSAMPLED }), async () => {
+      await new Promise((r) => setTimeout(r, 1));
+      return outgoingTraceHeaders(context.active())?.traceparent;
+    });
+    expect(lost).toMatch(/-00$/);
+    expect(lost).not.toBe(UNSAMPLED);
+    expect(new SampledContextManager().active()).toBe(context.active());
+  });
+
+  it("an origin keeps a traceparent only in its form: 55 characters of version, trace, span and flags", () => {
+    expect(traceparentOf(SAMPLED)).toBe(SAMPLED);
+    for (const bad of [undefined, null, "", "00-xyz", `${SAMPLED} `, SAMPLED.toUpperCase(), `${SAMPLED}-00`])
+      expect(traceparentOf(bad)).toBeUndefined();
   });
 });

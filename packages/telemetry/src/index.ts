@@ -9,9 +9,10 @@ import {
   TraceFlags,
   trace,
 } from "@opentelemetry/api";
-import type { Sampler, TracerProvider } from "@opentelemetry/sdk-trace";
+import type { IdGenerator, Sampler, TracerProvider } from "@opentelemetry/sdk-trace";
+import { SampledContextManager, sampled } from "./sampled-context.js";
 
-export { type Context, context, type Span, SpanKind, SpanStatusCode, trace };
+export { type Context, context, type Span, SpanKind, SpanStatusCode, sampled, trace };
 
 /** What tracing runs with, read from the standard OTEL_* variables (tracingSettings). */
 export interface TracingSettings {
@@ -84,15 +85,20 @@ function delayOf(value: string | undefined): number {
 }
 
 let provider: TracerProvider | undefined;
+/** The ids of the traceparents sent for work not sampled; set while tracing is on with a parent-based sampler. */
+let unsampledIds: IdGenerator | undefined;
 
 /** Whether this process traces: the callers add their hooks and interceptors only then, so off costs nothing. */
 export const tracingOn = () => provider !== undefined;
 
 /**
  * Starts the SDK once per process, before anything makes a call: spans go to the OTLP/HTTP endpoint (the
- * exporter reads OTEL_EXPORTER_OTLP_* itself), the W3C traceparent is the propagated format, and the
- * active span follows async calls (AsyncLocalStorage). Off (tracingSettings), the SDK is not even loaded
- * (about 10 MB of modules), no async hook is installed and the API stays the no-op it is by default.
+ * exporter reads OTEL_EXPORTER_OTLP_* itself) and the W3C traceparent is the propagated format. With a
+ * sampler that follows its parent (parentbased_*, the default), a sampled context follows its work across
+ * async calls and one not sampled is active only synchronously (SampledContextManager: no async hook
+ * while no sampled work runs); with another sampler, every context follows its work (AsyncLocalStorage).
+ * Off (tracingSettings), the SDK is not even loaded (about 10 MB of modules), no async hook is installed
+ * and the API stays the no-op it is by default.
  */
 export async function startTracing(name: string, env: Env = process.env): Promise<void> {
   if (provider) return;
@@ -122,7 +128,11 @@ export async function startTracing(name: string, env: Env = process.env): Promis
       }),
     ],
   });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const followsParent = settings.sampler.name.startsWith("parentbased_");
+  context.setGlobalContextManager(
+    followsParent ? new SampledContextManager() : new AsyncLocalStorageContextManager().enable(),
+  );
+  unsampledIds = followsParent ? new sdk.RandomIdGenerator() : undefined;
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(started);
   provider = started;
@@ -152,6 +162,7 @@ export async function stopTracing(): Promise<void> {
   const p = provider;
   if (!p) return;
   provider = undefined;
+  unsampledIds = undefined;
   await p.shutdown().catch(() => undefined);
   trace.disable();
   propagation.disable();
@@ -179,10 +190,29 @@ export function traceHeaders(ctx: Context): Record<string, string> | undefined {
   return carrier.traceparent === undefined ? undefined : carrier;
 }
 
-/** Whether the active context holds a span that is being recorded (sampled). */
-export function sampled(ctx: Context): boolean {
-  const span = trace.getSpan(ctx);
-  return span !== undefined && (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
+/**
+ * Whether a process whose sampler follows its parent can skip a piece of work's span at once: its caller
+ * (a call's or a message's traceparent, in `parent`) decided not to sample it. No span is started and no
+ * context made active for it: nothing of it would be recorded.
+ */
+export function unsampledByParent(parent: Context): boolean {
+  if (unsampledIds === undefined) return false;
+  const span = trace.getSpan(parent);
+  return span !== undefined && (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0;
+}
+
+/**
+ * The traceparent (and tracestate) a call or a message sends from `ctx`: its own when it holds a span;
+ * else, with a sampler that follows its parent, a traceparent of fresh ids with the sampled flag off
+ * (work not sampled, past an `await`: SampledContextManager), so that the callee keeps the decision and
+ * starts no trace of its own; else none.
+ */
+export function outgoingTraceHeaders(ctx: Context): Record<string, string> | undefined {
+  const own = traceHeaders(ctx);
+  if (own || unsampledIds === undefined) return own;
+  return {
+    traceparent: `00-${unsampledIds.generateTraceId()}-${unsampledIds.generateSpanId()}-00`,
+  };
 }
 
 /**
@@ -192,3 +222,10 @@ export function sampled(ctx: Context): boolean {
 export function activeTraceparent(): string | undefined {
   return provider ? traceHeaders(context.active())?.traceparent : undefined;
 }
+
+/** The traceparent header's form (W3C Trace Context, version 00): what a caller's origin may carry on. */
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** `value` when it has the form of a traceparent, else undefined (nothing else is stored or sent on). */
+export const traceparentOf = (value: string | null | undefined): string | undefined =>
+  value && value.length === 55 && TRACEPARENT.test(value) ? value : undefined;

@@ -1,10 +1,12 @@
 import type { EventEnvelope } from "@funil/db";
 import {
-  activeTraceparent,
   context,
+  outgoingTraceHeaders,
   SpanKind,
   SpanStatusCode,
+  sampled,
   trace,
+  traceHeaders,
   tracer,
   tracingOn,
 } from "@funil/telemetry";
@@ -24,15 +26,18 @@ const UNTRACED: FanOutSpan = { traceparent: undefined, run: (fn) => fn(), end: (
 /**
  * A span for an event's fan-out, child of the context its message carries (the consumer's span): its
  * deliveries' jobs carry it on, so that each attempt joins the trace of the write that made the event.
+ * Outside a sampled trace there is none, and its jobs carry the decision on (outgoingTraceHeaders):
+ * never a trace of their own.
  */
 export function fanOutSpan(event: EventEnvelope): FanOutSpan {
   if (!tracingOn()) return UNTRACED;
-  const span = tracer().startSpan("webhooks fan-out", { kind: SpanKind.INTERNAL });
-  // Attributes for a recorded span alone: the samplers look at the trace only.
-  if (span.isRecording()) span.setAttributes({ "funil.event.type": event.type, "funil.event.id": event.id });
-  const ctx = trace.setSpan(context.active(), span);
+  const active = context.active();
+  if (!sampled(active)) return { ...UNTRACED, traceparent: outgoingTraceHeaders(active)?.traceparent };
+  const span = tracer().startSpan("webhooks fan-out", { kind: SpanKind.INTERNAL }, active);
+  span.setAttributes({ "funil.event.type": event.type, "funil.event.id": event.id });
+  const ctx = trace.setSpan(active, span);
   return {
-    traceparent: context.with(ctx, activeTraceparent),
+    traceparent: traceHeaders(ctx)?.traceparent,
     run: (fn) => context.with(ctx, fn),
     end(err) {
       if (err !== undefined) span.setStatus({ code: SpanStatusCode.ERROR });
@@ -64,14 +69,15 @@ function hostOf(url: string): { host: string; port?: number } | undefined {
  * One delivery attempt as a CLIENT span, child of the active context (its job's, carried from the event's
  * fan-out): the receiver's host, the attempt's number, the status answered and the outcome; a failed
  * attempt is an error span whose `error.type` is the kind of failure (timeout, refused, a status…).
+ * Outside a sampled trace, none: an attempt never begins a trace of its own.
  */
 export async function tracedAttempt(
   delivery: Attempted,
   post: () => Promise<AttemptResult>,
 ): Promise<AttemptResult> {
-  if (!tracingOn()) return post();
-  const span = tracer().startSpan("webhook attempt", { kind: SpanKind.CLIENT });
-  if (!span.isRecording()) return post();
+  const active = context.active();
+  if (!tracingOn() || !sampled(active)) return post();
+  const span = tracer().startSpan("webhook attempt", { kind: SpanKind.CLIENT }, active);
   const target = hostOf(delivery.url);
   span.setAttributes({
     "http.request.method": "POST",
