@@ -84,7 +84,7 @@ function latestAssignments(assignments: Assignment[]) {
 /**
  * GET /interactions' page: keyset in (createdAt desc, id desc) order (docs/api/interactions.md §The 12 rules of the
  * timeline, rule 2), after the position given. Each filter has an index in that order: the workspace's, a contact's,
- * a user's or one channel's; direction and actor filter the rows it walks. The page size is written into the
+ * a user's, one channel's or one actor's; direction filters the rows it walks. The page size is written into the
  * statement (pageLimit) so that PostgreSQL keeps its plan, which walks the same index as the one made for the values
  * (explain.test.ts holds both). Several channels are the exception: no index gives their rows in order, so a rare set
  * is best read by interactions_by_channel and sorted, a common one by walking the workspace's order, and the plan
