@@ -127,31 +127,39 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
       select ${columns(sql)} from contacts where (workspace_id, id) in ${keys} and status <> 'erased'`,
   });
 
+  /**
+   * GET /contacts' statement (not run): each filter's index in the page's order, (created_at, id) or (updated_at, id)
+   * when polling by update (explain.test.ts holds the plans). A search or a tag is planned for its value: how many
+   * rows match decides the index.
+   */
+  function listQuery(workspaceId: string, f: ContactFilters, limit: number, after?: [Date, string]) {
+    const orderColumn = f.updatedAfter ? sql`updated_at` : sql`created_at`;
+    const conditions = [sql`workspace_id = ${workspaceId}`, sql`status = ${f.status}`];
+    if (f.query) conditions.push(sql`search like ${`%${escapeLike(fold(f.query))}%`}`);
+    if (f.email) conditions.push(sql`email_lower = ${emailKey(f.email)}`);
+    if (f.phone) conditions.push(sql`phone_digits = ${phoneDigits(f.phone) ?? ""}`);
+    if (f.tag) conditions.push(sql`tags @> ${[f.tag]}::text[]`);
+    if (f.createdAfter) conditions.push(sql`created_at > ${f.createdAfter}`);
+    if (f.updatedAfter) conditions.push(sql`updated_at > ${f.updatedAfter}`);
+    if (after) conditions.push(sql`(${orderColumn}, id) > (${after[0]}, ${after[1]})`);
+    const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
+    const limitClause = pageLimit(sql, limit, !f.query && !f.tag);
+    return sql<ContactRecord[]>`
+      select ${columns(sql)} from contacts where ${where} order by ${orderColumn}, id ${limitClause}`;
+  }
+
   return {
     get,
 
+    listQuery,
+
     /** Keyset page in the order of docs/api/conventions.md §Lists and pagination: (createdAt, id), or (updatedAt, id) when polling by update. */
-    async list(
+    list: (
       workspaceId: string,
       f: ContactFilters,
       limit: number,
       after?: [Date, string],
-    ): Promise<ContactRecord[]> {
-      const orderColumn = f.updatedAfter ? sql`updated_at` : sql`created_at`;
-      const conditions = [sql`workspace_id = ${workspaceId}`, sql`status = ${f.status}`];
-      if (f.query) conditions.push(sql`search like ${`%${escapeLike(fold(f.query))}%`}`);
-      if (f.email) conditions.push(sql`email_lower = ${emailKey(f.email)}`);
-      if (f.phone) conditions.push(sql`phone_digits = ${phoneDigits(f.phone) ?? ""}`);
-      if (f.tag) conditions.push(sql`tags @> ${[f.tag]}::text[]`);
-      if (f.createdAfter) conditions.push(sql`created_at > ${f.createdAfter}`);
-      if (f.updatedAfter) conditions.push(sql`updated_at > ${f.updatedAfter}`);
-      if (after) conditions.push(sql`(${orderColumn}, id) > (${after[0]}, ${after[1]})`);
-      const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
-      // A search or a tag is planned for its value: how many rows match decides the index.
-      const limitClause = pageLimit(sql, limit, !f.query && !f.tag);
-      return sql<ContactRecord[]>`
-        select ${columns(sql)} from contacts where ${where} order by ${orderColumn}, id ${limitClause}`;
-    },
+    ): Promise<ContactRecord[]> => listQuery(workspaceId, f, limit, after),
 
     /**
      * Upsert (docs/api/contacts.md §POST /contacts (create or update: upsert)): by phone first, then e-mail, archived contacts
