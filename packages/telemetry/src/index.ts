@@ -6,7 +6,6 @@ import {
   type Span,
   SpanKind,
   SpanStatusCode,
-  TraceFlags,
   trace,
 } from "@opentelemetry/api";
 import type { IdGenerator, Sampler, TracerProvider } from "@opentelemetry/sdk-trace";
@@ -196,9 +195,7 @@ export function traceHeaders(ctx: Context): Record<string, string> | undefined {
  * context made active for it: nothing of it would be recorded.
  */
 export function unsampledByParent(parent: Context): boolean {
-  if (unsampledIds === undefined) return false;
-  const span = trace.getSpan(parent);
-  return span !== undefined && (span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0;
+  return unsampledIds !== undefined && trace.getSpan(parent) !== undefined && !sampled(parent);
 }
 
 /**
@@ -228,4 +225,4 @@ const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** `value` when it has the form of a traceparent, else undefined (nothing else is stored or sent on). */
 export const traceparentOf = (value: string | null | undefined): string | undefined =>
-  value && value.length === 55 && TRACEPARENT.test(value) ? value : undefined;
+  value && TRACEPARENT.test(value) ? value : undefined;

@@ -152,14 +152,8 @@ export function contactStore(sql: Sql, emit: EmitContactEvent, emitErasure: Emit
     get,
 
     listQuery,
-
-    /** Keyset page in the order of docs/api/conventions.md §Lists and pagination: (createdAt, id), or (updatedAt, id) when polling by update. */
-    list: (
-      workspaceId: string,
-      f: ContactFilters,
-      limit: number,
-      after?: [Date, string],
-    ): Promise<ContactRecord[]> => listQuery(workspaceId, f, limit, after),
+    /** Keyset page in the order of docs/api/conventions.md §Lists and pagination: the statement, run when awaited. */
+    list: listQuery,
 
     /**
      * Upsert (docs/api/contacts.md §POST /contacts (create or update: upsert)): by phone first, then e-mail, archived contacts
