@@ -2,6 +2,8 @@
 // fromBinary, on the messages of the hot routes: a contact, a page of 50 contacts, a page of 50 deals, an
 // interactions page of 100 and a learners page of 50. Both ways in the same run, alternating in rounds,
 // on the same messages; prints ns/op and the ratio (protobuf-es / hand-written) as a Markdown table.
+// Then the list pages the gateway sends on as the API's JSON: the text written straight from the reply's
+// bytes (api-json-binary.ts) against decode + toApiJson + JSON.stringify, which the gateway did before.
 // The dated results live in bench/RESULTS-codec.md.
 //
 //   npm run build && npm run bench:codec
@@ -19,7 +21,9 @@ import { create, fromBinary, ScalarType, toBinary } from "@bufbuild/protobuf";
 import * as contracts from "@funil/contracts";
 // protobuf-es writes strings the way the services configure it (Buffer.from instead of TextEncoder).
 import "../packages/rpc/dist/text-encoding.js";
+import { apiJsonOfBinary } from "../packages/rpc/dist/api-json-binary.js";
 import { codecOf } from "../packages/rpc/dist/codec.js";
+import { toApiJson } from "../packages/rpc/dist/json.js";
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
 const msPerRound = Number(process.env.BENCH_MS ?? 300);
@@ -172,3 +176,43 @@ for (const r of rows) {
       `${fmt(dh)} | ${fmt(dp)} | ${(dp / dh).toFixed(2)} |`,
   );
 }
+
+const PAGES = [
+  { name: "50 contacts", schema: contracts.ListContactsResponseSchema, count: 50 },
+  { name: "50 deals", schema: contracts.ListOpportunitiesResponseSchema, count: 50 },
+  { name: "50 tasks", schema: contracts.ListTasksResponseSchema, count: 50 },
+  { name: "100 interactions", schema: contracts.ListInteractionsResponseSchema, count: 100 },
+  { name: "50 learners", schema: contracts.ListLearnersResponseSchema, count: 50 },
+  { name: "100 meetings", schema: contracts.ListAppointmentsResponseSchema, count: 100 },
+  { name: "100 webhook attempts", schema: contracts.ListAttemptsResponseSchema, count: 100 },
+];
+const pageRows = [];
+for (const c of PAGES) {
+  const bytes = codecOf(c.schema).encode(fill(c.schema, 0, c.count));
+  const codec = codecOf(c.schema);
+  const short = apiJsonOfBinary(c.schema);
+  const long = () => JSON.stringify(toApiJson(c.schema, codec.decode(bytes)));
+  if (short(bytes).toString() !== long()) throw new Error(`${c.name}: the two ways disagree`);
+  const sides = { long, short: () => short(bytes) };
+  const runs = { long: [], short: [] };
+  for (const fn of Object.values(sides)) time(fn, msPerRound / 3);
+  for (let r = 0; r < rounds; r++)
+    for (const [k, fn] of r % 2 ? Object.entries(sides).reverse() : Object.entries(sides))
+      runs[k].push(time(fn, msPerRound));
+  pageRows.push({
+    ...c,
+    bytes: bytes.byteLength,
+    json: short(bytes).length,
+    long: median(runs.long),
+    short: median(runs.short),
+  });
+  process.stderr.write(`[bench:codec] page of ${c.name} done\n`);
+}
+console.log(
+  "\n| list page, as the gateway answers it | reply bytes | JSON bytes | decode + toApiJson + JSON.stringify ns/op | from the bytes (apiJsonOfBinary) ns/op | from the bytes / the three steps |",
+);
+console.log("|---|---:|---:|---:|---:|---:|");
+for (const r of pageRows)
+  console.log(
+    `| ${r.name} | ${r.bytes} | ${r.json} | ${fmt(r.long)} | ${fmt(r.short)} | ${(r.short / r.long).toFixed(2)} |`,
+  );

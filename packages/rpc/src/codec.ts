@@ -444,7 +444,7 @@ function own(target: Record<string, unknown>, key: string, value: unknown) {
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 /** google.protobuf.Struct from and to the JSON object protobuf-es shows for a Struct field. */
-const struct = {
+export const struct = {
   encode(w: Writer, json: { [k: string]: Json | undefined }) {
     for (const key in json) {
       if (!Object.hasOwn(json, key)) continue;
@@ -569,7 +569,7 @@ const struct = {
 };
 
 /** A tag this type does not read: skipped if it is well formed, refused otherwise. */
-function skipOrFail(r: Reader, tag: number, end: number, depth: number) {
+export function skipOrFail(r: Reader, tag: number, end: number, depth: number) {
   const no = tag >>> 3;
   const wire = tag & 7;
   if (no === 0) fail("illegal tag: field no 0");

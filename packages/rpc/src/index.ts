@@ -2,6 +2,7 @@
 import "./text-encoding.js";
 
 export { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+export { apiJsonCall } from "./api-json-binary.js";
 export { parseBaseUrls } from "./balancer.js";
 export * from "./client.js";
 export * from "./cursor.js";

@@ -19,6 +19,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { codeFromHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { ANSWER_AS_API_JSON, apiJsonOfBinary, apiJsonText } from "./api-json-binary.js";
 import { type AddressPool, addressPool, type Lookup, type Member, parseBaseUrls } from "./balancer.js";
 import {
   BATCH_PATH,
@@ -98,7 +99,8 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
         const body = codecOf(method.input).encode(r.message);
         if (body.byteLength > opts.maxMessageBytes)
           throw tooLarge("request", body.byteLength, opts.maxMessageBytes);
-        return responseOf(method, await exchange(path, body, deadline, r.signal, extra, safe));
+        const answer = await exchange(path, body, deadline, r.signal, extra, safe);
+        return responseOf(method, answer, r.contextValues.get(ANSWER_AS_API_JSON));
       };
       const run = opts.interceptors.reduceRight<Next>(
         (next, interceptor) => interceptor(next),
@@ -120,6 +122,7 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
 function responseOf<I extends DescMessage, O extends DescMessage>(
   method: DescMethodUnary<I, O>,
   answer: Answer,
+  asApiJson: boolean,
 ): UnaryResponse<I, O> {
   if (answer.status !== 200) throw errorOf(answer);
   if (answer.headers["content-type"] !== "application/proto")
@@ -128,7 +131,9 @@ function responseOf<I extends DescMessage, O extends DescMessage>(
     stream: false,
     service: method.parent,
     method,
-    message: codecOf(method.output).decode(answer.body),
+    message: asApiJson
+      ? (apiJsonText(apiJsonOfBinary(method.output)(answer.body)) as unknown as MessageShape<O>)
+      : codecOf(method.output).decode(answer.body),
     get header() {
       return toHeaders(answer.headers);
     },

@@ -1,5 +1,5 @@
 import { type Appointment, AppointmentInputSchema, AppointmentSchema } from "@funil/contracts";
-import { messageOf, toApiJson } from "@funil/rpc";
+import { apiJsonCall, messageOf, toApiJson } from "@funil/rpc";
 import {
   cancelAppointmentBody,
   createAppointmentBody,
@@ -14,6 +14,7 @@ import { IDEMPOTENCY_NOTE, idempotencyHeaders, withIdempotencyKey } from "../../
 import { errorResponses } from "../../schemas/common.js";
 import { appointment, page } from "../../schemas/responses.js";
 import type { RouteApp } from "../app.js";
+import { sendPage } from "./json-page.js";
 
 const read = { scopes: ["calendars.read"] };
 const write = { scopes: ["calendars.write"] };
@@ -48,16 +49,14 @@ function meetingReads(app: RouteApp, ctx: GatewayContext) {
         response: { 200: page(appointment), ...errors },
       },
     },
-    async (req) => {
-      const res = await ctx.scheduling.appointments.listAppointments({
-        workspaceId: req.caller.workspaceId,
-        ...req.query,
-      });
-      return {
-        data: res.data.map((a) => toApiJson(AppointmentSchema, a)),
-        nextCursor: res.nextCursor ?? null,
-      };
-    },
+    async (req, reply) =>
+      sendPage(
+        reply,
+        await apiJsonCall(ctx.scheduling.appointments.listAppointments, {
+          workspaceId: req.caller.workspaceId,
+          ...req.query,
+        }),
+      ),
   );
 
   app.get(

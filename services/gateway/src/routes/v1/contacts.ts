@@ -1,5 +1,5 @@
 import { type Contact, ContactFieldsSchema, ContactSchema } from "@funil/contracts";
-import { messageOf, toApiJson } from "@funil/rpc";
+import { apiJsonCall, messageOf, toApiJson } from "@funil/rpc";
 import { idParam, listContactsQuery, patchContactBody, upsertContactBody } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
@@ -14,6 +14,7 @@ import { errorResponses } from "../../schemas/common.js";
 import { contact, contactDetail, contactErasure, page } from "../../schemas/responses.js";
 import { touchesJson } from "../../touches.js";
 import type { RouteApp } from "../app.js";
+import { sendPage } from "./json-page.js";
 
 const read = { scopes: ["contacts.read"] };
 const write = { scopes: ["contacts.write"] };
@@ -48,13 +49,14 @@ function contactReads(app: RouteApp, ctx: GatewayContext) {
         response: { 200: page(contact), ...errors },
       },
     },
-    async (req) => {
-      const res = await ctx.crm.contacts.listContacts({
-        workspaceId: req.caller.workspaceId,
-        ...req.query,
-      });
-      return { data: res.data.map((c) => toApiJson(ContactSchema, c)), nextCursor: res.nextCursor ?? null };
-    },
+    async (req, reply) =>
+      sendPage(
+        reply,
+        await apiJsonCall(ctx.crm.contacts.listContacts, {
+          workspaceId: req.caller.workspaceId,
+          ...req.query,
+        }),
+      ),
   );
 
   app.get(

@@ -1,10 +1,10 @@
-import { InteractionSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
+import { apiJsonCall } from "@funil/rpc";
 import { listInteractionsQuery } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { interaction, page } from "../../schemas/responses.js";
+import { sendPage } from "./json-page.js";
 
 const errors = errorResponses(400, 401, 403);
 
@@ -28,15 +28,13 @@ export const interactionRoutes =
           response: { 200: page(interaction), ...errors },
         },
       },
-      async (req) => {
-        const res = await ctx.timeline.interactions.listInteractions({
-          workspaceId: req.caller.workspaceId,
-          ...req.query,
-        });
-        return {
-          data: res.data.map((i) => toApiJson(InteractionSchema, i)),
-          nextCursor: res.nextCursor ?? null,
-        };
-      },
+      async (req, reply) =>
+        sendPage(
+          reply,
+          await apiJsonCall(ctx.timeline.interactions.listInteractions, {
+            workspaceId: req.caller.workspaceId,
+            ...req.query,
+          }),
+        ),
     );
   };

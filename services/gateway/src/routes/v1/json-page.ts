@@ -7,14 +7,21 @@ import type { FastifyReply } from "fastify";
  * collection than the copies they spared (bench/RESULTS-scheduling.md, bench/RESULTS-webhooks-reads.md).
  */
 export function sendJsonPage(reply: FastifyReply, dataJson: string, nextCursor: string | undefined) {
-  return reply
-    .type("application/json; charset=utf-8")
-    .send(
-      `{"data":${dataJson},"nextCursor":${nextCursor === undefined ? "null" : JSON.stringify(nextCursor)}}`,
-    );
+  return sendPage(
+    reply,
+    `{"data":${dataJson},"nextCursor":${nextCursor === undefined ? "null" : JSON.stringify(nextCursor)}}`,
+  );
 }
 
 /** A list page whose items its service sent each already written as the API's JSON (sendJsonPage). */
 export function sendJsonItems(reply: FastifyReply, items: readonly string[], nextCursor: string | null) {
   return sendJsonPage(reply, `[${items.join(",")}]`, nextCursor ?? undefined);
+}
+
+/**
+ * A list page whose reply's API JSON is the page itself (`data` and `nextCursor`), as apiJsonCall wrote it
+ * from the reply's bytes: sent as it is.
+ */
+export function sendPage(reply: FastifyReply, pageJson: string | Buffer) {
+  return reply.type("application/json; charset=utf-8").send(pageJson);
 }

@@ -4,7 +4,7 @@ import {
   OpportunityInputSchema,
   OpportunitySchema,
 } from "@funil/contracts";
-import { messageOf, toApiJson } from "@funil/rpc";
+import { apiJsonCall, messageOf, toApiJson } from "@funil/rpc";
 import { createDealBody, idParam, listDealsQuery, patchDealBody, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
@@ -14,6 +14,7 @@ import { errorResponses } from "../../schemas/common.js";
 import { deal, dealDetail, page } from "../../schemas/responses.js";
 import { touchesJson } from "../../touches.js";
 import type { RouteApp } from "../app.js";
+import { sendPage } from "./json-page.js";
 
 const read = { scopes: ["opportunities.read"] };
 const write = { scopes: ["opportunities.write"] };
@@ -47,16 +48,14 @@ function dealReads(app: RouteApp, ctx: GatewayContext) {
         response: { 200: page(deal), ...errors },
       },
     },
-    async (req) => {
-      const res = await ctx.crm.opportunities.listOpportunities({
-        workspaceId: req.caller.workspaceId,
-        ...req.query,
-      });
-      return {
-        data: res.data.map((d) => toApiJson(OpportunitySchema, d)),
-        nextCursor: res.nextCursor ?? null,
-      };
-    },
+    async (req, reply) =>
+      sendPage(
+        reply,
+        await apiJsonCall(ctx.crm.opportunities.listOpportunities, {
+          workspaceId: req.caller.workspaceId,
+          ...req.query,
+        }),
+      ),
   );
 
   app.get(

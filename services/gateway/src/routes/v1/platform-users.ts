@@ -1,10 +1,11 @@
-import { LearnerDetailSchema, LearnerSchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
+import { LearnerDetailSchema } from "@funil/contracts";
+import { apiJsonCall, toApiJson } from "@funil/rpc";
 import { idParam, learnerQuery, listLearnersQuery } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
 import { errorResponses } from "../../schemas/common.js";
 import { learner, learnerDetail, page } from "../../schemas/responses.js";
+import { sendPage } from "./json-page.js";
 
 // platform.read AND an operator workspace, else 403 forbidden_platform (docs/api/learners.md (operator workspace and platform.read)).
 const platform = { platform: true };
@@ -31,10 +32,7 @@ export const platformUserRoutes =
           response: { 200: page(learner), ...errors },
         },
       },
-      async (req) => {
-        const res = await ctx.learning.learners.listLearners(req.query);
-        return { data: res.data.map((l) => toApiJson(LearnerSchema, l)), nextCursor: res.nextCursor ?? null };
-      },
+      async (req, reply) => sendPage(reply, await apiJsonCall(ctx.learning.learners.listLearners, req.query)),
     );
 
     app.get(

@@ -1,5 +1,5 @@
 import { type Task, TaskFieldsSchema, TaskSchema } from "@funil/contracts";
-import { messageOf, toApiJson } from "@funil/rpc";
+import { apiJsonCall, messageOf, toApiJson } from "@funil/rpc";
 import { createTaskBody, idParam, listTasksQuery, patchTaskBody } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
@@ -12,6 +12,7 @@ import {
 import { writeOptions } from "../../origin.js";
 import { errorResponses } from "../../schemas/common.js";
 import { page, task } from "../../schemas/responses.js";
+import { sendPage } from "./json-page.js";
 
 const errors = errorResponses(400, 401, 403, 404, 422);
 
@@ -32,14 +33,14 @@ export const taskRoutes =
           response: { 200: page(task), ...errors },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const { open, ...rest } = req.query;
-        const res = await ctx.crm.tasks.listTasks({
+        const page = await apiJsonCall(ctx.crm.tasks.listTasks, {
           workspaceId: req.caller.workspaceId,
           ...rest,
           open: open === undefined ? undefined : open === "true",
         });
-        return { data: res.data.map((t) => toApiJson(TaskSchema, t)), nextCursor: res.nextCursor ?? null };
+        return sendPage(reply, page);
       },
     );
 

@@ -1,5 +1,5 @@
-import { AttemptSchema, DeliverySchema } from "@funil/contracts";
-import { toApiJson } from "@funil/rpc";
+import { DeliverySchema } from "@funil/contracts";
+import { apiJsonCall, toApiJson } from "@funil/rpc";
 import { deliveryParams, idParam, listAttemptsQuery, recoverBody, z } from "@funil/schemas";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import type { GatewayContext } from "../../context.js";
@@ -7,6 +7,7 @@ import { EVENT_CATALOG } from "../../events/catalog.js";
 import { writeOptions } from "../../origin.js";
 import { errorResponses } from "../../schemas/common.js";
 import { delivery, eventType, page, webhookAttempt, webhookRecovered } from "../../schemas/responses.js";
+import { sendPage } from "./json-page.js";
 import { pageOf, wholeListQuery } from "./whole-list.js";
 
 // As every webhooks route (webhooks.ts): webhooks.manage; the service checks the rest.
@@ -121,16 +122,14 @@ export const webhookDeliveryRoutes =
           response: { 200: page(webhookAttempt), ...errors },
         },
       },
-      async (req) => {
-        const res = await api().listAttempts({
-          workspaceId: req.caller.workspaceId,
-          id: req.params.id,
-          ...req.query,
-        });
-        return {
-          data: res.data.map((a) => toApiJson(AttemptSchema, a)),
-          nextCursor: res.nextCursor ?? null,
-        };
-      },
+      async (req, reply) =>
+        sendPage(
+          reply,
+          await apiJsonCall(api().listAttempts, {
+            workspaceId: req.caller.workspaceId,
+            id: req.params.id,
+            ...req.query,
+          }),
+        ),
     );
   };
