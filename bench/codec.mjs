@@ -8,6 +8,7 @@
 //
 //   npm run build && npm run bench:codec
 //   BENCH_ROUNDS=7 BENCH_MS=300     rounds, and the time each codec runs per round and message
+//   BENCH_ONLY=<regex>              only the messages and pages whose name matches
 //
 // Encoding is measured as each side of a call does it: the hand-written encoder takes what a handler
 // returns (a plain object in the message's init shape), protobuf-es needs a message made by create()
@@ -27,6 +28,8 @@ import { toApiJson } from "../packages/rpc/dist/json.js";
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
 const msPerRound = Number(process.env.BENCH_MS ?? 300);
+/** BENCH_ONLY=<regex>: only the messages and pages whose name matches. */
+const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
 
 /** A plausible value for a string field, by its name. */
 function text(name, i) {
@@ -131,7 +134,7 @@ function time(fn, ms) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const rows = [];
-for (const c of CASES) {
+for (const c of CASES.filter((c) => !only || only.test(c.name))) {
   const init = fill(c.schema, 0, c.count);
   const codec = codecOf(c.schema);
   const message = create(c.schema, init);
@@ -187,7 +190,7 @@ const PAGES = [
   { name: "100 webhook attempts", schema: contracts.ListAttemptsResponseSchema, count: 100 },
 ];
 const pageRows = [];
-for (const c of PAGES) {
+for (const c of PAGES.filter((c) => !only || only.test(c.name))) {
   const bytes = codecOf(c.schema).encode(fill(c.schema, 0, c.count));
   const codec = codecOf(c.schema);
   const short = apiJsonOfBinary(c.schema);

@@ -5,10 +5,10 @@ import { codecOf, Reader, skipOrFail, struct, unsupported } from "./codec.js";
 import { toApiJson } from "./json.js";
 
 /**
- * A message's bytes straight to its API JSON, as UTF-8 (the text of toApiJson, then JSON.stringify): what
+ * A message's bytes straight to its API JSON, as UTF-8 (the UTF-8 of toApiJson, then JSON.stringify): what
  * the gateway answers for a list page, without making the page's messages, mapping them to JSON objects and
  * serializing those. The fields are read as byte ranges of the message, then written in the descriptor's
- * order, strings copied byte for byte with JSON's escapes, into a buffer that is sent as it is.
+ * order, strings copied byte for byte with JSON's escapes, sent as it is.
  *
  * Why: those three steps make as many objects and strings as the page has values, a large share of the
  * gateway's CPU for a page of 50 contacts or 100 meetings; this way takes 0.5-0.7 of their time
@@ -38,36 +38,36 @@ const ESCAPES = Array.from({ length: 256 }, (_, b) =>
   ESCAPED[b] ? Buffer.from(JSON.stringify(String.fromCharCode(b)).slice(1, -1)) : Buffer.alloc(0),
 );
 
-/** The JSON text being written, into one scratch buffer reused by every call (writing is synchronous). */
+/** Writes byte `b`'s escape at `p`; returns where it ends. */
+function escaped(buf: Buffer, p: number, b: number): number {
+  const esc = ESCAPES[b]!;
+  for (let j = 0; j < esc.length; j++) buf[p++] = esc[j]!;
+  return p;
+}
+
+const SLAB = 1024 * 1024;
+
+/**
+ * The JSON being written (writing is synchronous), into a slab shared by the answers that follow one
+ * another, as Node's own Buffer pool does for small buffers: each answer is a view of its part of the
+ * slab, and a slab is let go when it is full (it lives on while an answer still holds a view of it). A
+ * buffer of its own per answer, or reading the text into a string, cost more than the writing
+ * (bench/RESULTS-codec.md): a page is 20-80 KB.
+ */
 class JsonOut {
-  buf = Buffer.allocUnsafe(64 * 1024);
+  buf = Buffer.allocUnsafe(SLAB);
+  /** Where the answer being written starts. */
+  start = 0;
   pos = 0;
 
   ensure(n: number) {
     if (this.pos + n <= this.buf.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
-    this.buf.copy(bigger, 0, 0, this.pos);
-    this.buf = bigger;
-  }
-
-  /** Bytes written ahead of time: a key with its quotes and colon, punctuation. */
-  bytes(b: Uint8Array) {
-    const n = b.length;
-    this.ensure(n);
-    const buf = this.buf;
-    let p = this.pos;
-    for (let i = 0; i < n; i++) buf[p++] = b[i]!;
-    this.pos = p;
-  }
-
-  /** An ASCII text: a number, true, false, null. */
-  ascii(text: string) {
-    const n = text.length;
-    this.ensure(n);
-    const buf = this.buf;
-    let p = this.pos;
-    for (let i = 0; i < n; i++) buf[p++] = text.charCodeAt(i);
-    this.pos = p;
+    const written = this.pos - this.start;
+    const next = Buffer.allocUnsafe(Math.max(SLAB, 2 * (written + n)));
+    this.buf.copy(next, 0, this.start, this.pos);
+    this.buf = next;
+    this.start = 0;
+    this.pos = written;
   }
 
   /** Any text, as UTF-8: a Struct written by JSON.stringify. */
@@ -76,40 +76,39 @@ class JsonOut {
     this.pos += this.buf.write(text, this.pos, "utf8");
   }
 
-  byte(b: number) {
-    this.ensure(1);
-    this.buf[this.pos++] = b;
-  }
-
-  /** A string field's UTF-8 bytes `src[start, end)` as a JSON string, byte by byte with JSON's escapes. */
-  string(src: Buffer, start: number, end: number) {
-    this.ensure((end - start) * 6 + 2);
-    const buf = this.buf;
-    let p = this.pos;
-    buf[p++] = 0x22;
-    for (let i = start; i < end; i++) {
-      const b = src[i]!;
-      if (ESCAPED[b] === 0) buf[p++] = b;
-      else {
-        const esc = ESCAPES[b]!;
-        for (let j = 0; j < esc.length; j++) buf[p++] = esc[j]!;
-      }
-    }
-    buf[p++] = 0x22;
-    this.pos = p;
-  }
-
-  /**
-   * The bytes written, in a buffer of their own (the scratch buffer is kept for the next call), or undefined
-   * when a string field's bytes were not UTF-8 (the decoder then decides).
-   */
+  /** The answer written, or undefined when a string field's bytes were not UTF-8 (the decoder then decides). */
   finish(): Buffer | undefined {
-    const written = this.buf.subarray(0, this.pos);
-    const bytes = isUtf8(written) ? Buffer.from(written) : undefined;
-    this.pos = 0;
-    if (this.buf.length > 1024 * 1024) this.buf = Buffer.allocUnsafe(64 * 1024);
-    return bytes;
+    const written = this.buf.subarray(this.start, this.pos);
+    // The next answer starts at a multiple of 8, as the pool's buffers do.
+    this.start = this.pos = Math.min(this.buf.length, (this.pos + 7) & ~7);
+    return isUtf8(written) ? written : undefined;
   }
+
+  /** The answer being written is given up. */
+  drop() {
+    this.pos = this.start;
+  }
+}
+
+/** An ASCII text (a number, true, false) at `buf[p]`; returns where it ends. The room was made. */
+function ascii(buf: Buffer, p: number, text: string): number {
+  for (let i = 0; i < text.length; i++) buf[p++] = text.charCodeAt(i);
+  return p;
+}
+
+/**
+ * A string field's UTF-8 bytes `src[start, end)` as a JSON string at `buf[p]`, byte by byte with JSON's
+ * escapes; returns where it ends. The room was made.
+ */
+function string(buf: Buffer, p: number, src: Buffer, start: number, end: number): number {
+  buf[p++] = 0x22;
+  for (let i = start; i < end; i++) {
+    const b = src[i]!;
+    if (ESCAPED[b] === 0) buf[p++] = b;
+    else p = escaped(buf, p, b);
+  }
+  buf[p++] = 0x22;
+  return p;
 }
 
 /** A number as JSON.stringify writes it (NaN and the infinities as null). */
@@ -193,29 +192,48 @@ function reachable(root: DescMessage): DescMessage[] {
   return all;
 }
 
+/** Code that writes these ASCII bytes at `buf[p]` on: no call, no loop. */
+const literal = (text: string) => [...Buffer.from(text)].map((c) => `buf[p++] = ${c};`).join(" ");
+
+/** The most bytes a field's key and a value that has no bytes of its own (null, a zero, a number) take. */
+const PER_FIELD = 24;
+
 /**
  * The source of one type's function `jN(r, end, depth, o)`: first the fields' last values (strings and
  * messages as byte ranges, other scalars as read, Struct as decoded), then the JSON object in the
- * descriptor's order, every field present as toApiJson gives it.
+ * descriptor's order, every field present as toApiJson gives it. The writing makes room once for the
+ * message's own part (its keys, and at most six bytes of JSON per byte read: an escape is six) and then
+ * writes at a local position; a nested message or a Struct makes its own room, and the buffer is read again
+ * after it.
  */
-function writerOf(m: DescMessage, index: Map<DescMessage, number>, keys: Uint8Array[]): string {
+function writerOf(m: DescMessage, index: Map<DescMessage, number>): string {
   const head = [
     `function j${index.get(m)}(r, end, depth, o) {`,
     `if (depth > ${MAX_DEPTH}) $.longWay();`,
     "const b = r.buf;",
+    "const from = r.pos;",
   ];
   const cases: string[] = [];
   const out: string[] = [];
+  let room = 2;
+  const after = "buf = o.buf; p = o.pos;";
+  // A write past the end of a typed array is dropped without a word: were the room made too small, the
+  // short way gives up instead of answering a truncated text.
+  const sync = "if (p > buf.length) $.longWay(); o.pos = p;";
   m.fields.forEach((f, i) => {
-    keys.push(Buffer.from(`${i === 0 ? "{" : ","}${JSON.stringify(f.jsonName)}:`));
-    const key = `o.bytes($.keys[${keys.length - 1}]);`;
+    const keyText = `${i === 0 ? "{" : ","}${JSON.stringify(f.jsonName)}:`;
+    room += Buffer.byteLength(keyText) + PER_FIELD;
+    const key = literal(keyText);
     const ld = tagOf(f.number, 2);
     const message = f.fieldKind === "message" || f.fieldKind === "list" ? f.message : undefined;
-    const nullOrZero = (zero: string) => (f.presence === 2 ? zero : '"null"');
+    const nullOrZero = (zero: string) => literal(f.presence === 2 ? zero : "null");
     if (message?.typeName === STRUCT) {
       head.push(`let v${i};`);
       cases.push(`case ${ld}: v${i} = $.struct.decode(r, r.delimited(end), depth + 1, v${i}); break;`);
-      out.push(key, `o.utf8(v${i} === undefined ? "null" : JSON.stringify(v${i}));`);
+      out.push(
+        key,
+        `if (v${i} === undefined) { ${literal("null")} } else { ${sync} o.utf8(JSON.stringify(v${i})); ${after} }`,
+      );
     } else if (message && f.fieldKind === "message") {
       head.push(`let s${i} = -1, e${i} = 0;`);
       cases.push(
@@ -223,26 +241,26 @@ function writerOf(m: DescMessage, index: Map<DescMessage, number>, keys: Uint8Ar
       );
       out.push(
         key,
-        `if (s${i} < 0) o.ascii("null"); else { r.pos = s${i}; j${index.get(message)}(r, e${i}, depth + 1, o); }`,
+        `if (s${i} < 0) { ${literal("null")} } else { r.pos = s${i}; ${sync} j${index.get(message)}(r, e${i}, depth + 1, o); ${after} }`,
       );
     } else if (message) {
       head.push(`const l${i} = [];`);
       cases.push(`case ${ld}: { const e = r.delimited(end); l${i}.push(r.pos, e); r.pos = e; break; }`);
       out.push(
         key,
-        `o.byte(91); for (let i = 0; i < l${i}.length; i += 2) { if (i > 0) o.byte(44); r.pos = l${i}[i]; j${index.get(message)}(r, l${i}[i + 1], depth + 1, o); } o.byte(93);`,
+        `buf[p++] = 91; for (let i = 0; i < l${i}.length; i += 2) { if (i > 0) buf[p++] = 44; r.pos = l${i}[i]; ${sync} j${index.get(message)}(r, l${i}[i + 1], depth + 1, o); ${after} } buf[p++] = 93;`,
       );
     } else if (f.scalar === ScalarType.STRING && f.fieldKind === "list") {
       head.push(`const l${i} = [];`);
       cases.push(`case ${ld}: { const e = r.delimited(end); l${i}.push(r.pos, e); r.pos = e; break; }`);
       out.push(
         key,
-        `o.byte(91); for (let i = 0; i < l${i}.length; i += 2) { if (i > 0) o.byte(44); o.string(b, l${i}[i], l${i}[i + 1]); } o.byte(93);`,
+        `buf[p++] = 91; for (let i = 0; i < l${i}.length; i += 2) { if (i > 0) buf[p++] = 44; p = $.string(buf, p, b, l${i}[i], l${i}[i + 1]); } buf[p++] = 93;`,
       );
     } else if (f.scalar === ScalarType.STRING) {
       head.push(`let s${i} = -1, e${i} = 0;`);
       cases.push(`case ${ld}: e${i} = r.delimited(end); s${i} = r.pos; r.pos = e${i}; break;`);
-      out.push(key, `if (s${i} >= 0) o.string(b, s${i}, e${i}); else o.ascii(${nullOrZero('"\\"\\""')});`);
+      out.push(key, `if (s${i} >= 0) p = $.string(buf, p, b, s${i}, e${i}); else { ${nullOrZero('""')} }`);
     } else {
       const s = scalarRead(f);
       const wire = wireOf(s.read);
@@ -254,16 +272,19 @@ function writerOf(m: DescMessage, index: Map<DescMessage, number>, keys: Uint8Ar
         );
         out.push(
           key,
-          `o.byte(91); for (let i = 0; i < l${i}.length; i++) { if (i > 0) o.byte(44); o.ascii(${s.text(`l${i}[i]`)}); } o.byte(93);`,
+          `buf[p++] = 91; for (let i = 0; i < l${i}.length; i++) { if (i > 0) buf[p++] = 44; p = $.ascii(buf, p, ${s.text(`l${i}[i]`)}); } buf[p++] = 93;`,
         );
       } else {
         head.push(`let v${i};`);
         cases.push(`case ${tagOf(f.number, wire)}: v${i} = r.${s.read}; break;`);
-        out.push(key, `o.ascii(v${i} === undefined ? ${nullOrZero(`"${s.zero}"`)} : ${s.text(`v${i}`)});`);
+        out.push(
+          key,
+          `if (v${i} === undefined) { ${nullOrZero(s.zero)} } else p = $.ascii(buf, p, ${s.text(`v${i}`)});`,
+        );
       }
     }
   });
-  if (m.fields.length === 0) out.push("o.byte(123);");
+  if (m.fields.length === 0) out.push(literal("{"));
   return [
     ...head,
     "while (r.pos < end) {",
@@ -274,8 +295,12 @@ function writerOf(m: DescMessage, index: Map<DescMessage, number>, keys: Uint8Ar
     "}",
     "}",
     "if (r.pos !== end) $.longWay();",
+    `o.ensure(${room} + 6 * (end - from));`,
+    "let buf = o.buf;",
+    "let p = o.pos;",
     ...out,
-    "o.byte(125);",
+    "buf[p++] = 125;",
+    sync,
     "}",
   ].join("\n");
 }
@@ -285,9 +310,8 @@ const out = new JsonOut();
 function shortWay(schema: DescMessage): (r: Reader, end: number, depth: number, o: JsonOut) => void {
   const all = reachable(schema);
   const index = new Map(all.map((m, i) => [m, i]));
-  const keys: Uint8Array[] = [];
-  const source = [...all.map((m) => writerOf(m, index, keys)), "return j0;"].join("\n");
-  return new Function("$", source)({ keys, num, longWay, skipOrFail, struct });
+  const source = [...all.map((m) => writerOf(m, index)), "return j0;"].join("\n");
+  return new Function("$", source)({ ascii, string, num, longWay, skipOrFail, struct });
 }
 
 /**
@@ -307,7 +331,7 @@ export function shortApiJsonOfBinary(schema: DescMessage): (bytes: Uint8Array) =
         return out.finish();
       } catch {
         // TakeTheLongWay, or the bytes are malformed: the decoder reads them, or throws its own error.
-        out.pos = 0;
+        out.drop();
         return undefined;
       }
     };
