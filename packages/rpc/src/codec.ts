@@ -578,64 +578,66 @@ export function skipOrFail(r: Reader, tag: number, end: number, depth: number) {
 }
 
 /** For each scalar type: its wire type, the Writer and Reader methods, and the test of its zero. */
-const scalars: Record<ScalarType, { wire: Wire; write: string; read: string; zero: (v: string) => string }> =
-  {
-    [ScalarType.DOUBLE]: {
-      wire: Wire.Bit64,
-      write: "double",
-      read: "double()",
-      zero: (v) => `Object.is(${v}, 0)`,
-    },
-    [ScalarType.FLOAT]: {
-      wire: Wire.Bit32,
-      write: "float",
-      read: "float()",
-      zero: (v) => `Object.is(${v}, 0)`,
-    },
-    [ScalarType.INT64]: { wire: Wire.Varint, write: "int64", read: "int64()", zero: (v) => `${v} == 0` },
-    [ScalarType.UINT64]: { wire: Wire.Varint, write: "int64", read: "uint64()", zero: (v) => `${v} == 0` },
-    [ScalarType.INT32]: { wire: Wire.Varint, write: "int32", read: "int32()", zero: (v) => `${v} === 0` },
-    [ScalarType.FIXED64]: { wire: Wire.Bit64, write: "fixed64", read: "fixed64()", zero: (v) => `${v} == 0` },
-    [ScalarType.FIXED32]: {
-      wire: Wire.Bit32,
-      write: "fixed32",
-      read: "fixed32()",
-      zero: (v) => `${v} === 0`,
-    },
-    [ScalarType.BOOL]: { wire: Wire.Varint, write: "bool", read: "bool()", zero: (v) => `${v} === false` },
-    [ScalarType.STRING]: {
-      wire: Wire.LengthDelimited,
-      write: "string",
-      read: "string(end)",
-      zero: (v) => `${v} === ""`,
-    },
-    [ScalarType.BYTES]: {
-      wire: Wire.LengthDelimited,
-      write: "bytes",
-      read: "bytesField(end)",
-      zero: (v) => `${v}.byteLength === 0`,
-    },
-    [ScalarType.UINT32]: {
-      wire: Wire.Varint,
-      write: "checkedUint32",
-      read: "uint32()",
-      zero: (v) => `${v} === 0`,
-    },
-    [ScalarType.SFIXED32]: {
-      wire: Wire.Bit32,
-      write: "sfixed32",
-      read: "sfixed32()",
-      zero: (v) => `${v} === 0`,
-    },
-    [ScalarType.SFIXED64]: {
-      wire: Wire.Bit64,
-      write: "fixed64",
-      read: "sfixed64()",
-      zero: (v) => `${v} == 0`,
-    },
-    [ScalarType.SINT32]: { wire: Wire.Varint, write: "sint32", read: "sint32()", zero: (v) => `${v} === 0` },
-    [ScalarType.SINT64]: { wire: Wire.Varint, write: "sint64", read: "sint64()", zero: (v) => `${v} == 0` },
-  };
+export const scalars: Record<
+  ScalarType,
+  { wire: Wire; write: string; read: string; zero: (v: string) => string }
+> = {
+  [ScalarType.DOUBLE]: {
+    wire: Wire.Bit64,
+    write: "double",
+    read: "double()",
+    zero: (v) => `Object.is(${v}, 0)`,
+  },
+  [ScalarType.FLOAT]: {
+    wire: Wire.Bit32,
+    write: "float",
+    read: "float()",
+    zero: (v) => `Object.is(${v}, 0)`,
+  },
+  [ScalarType.INT64]: { wire: Wire.Varint, write: "int64", read: "int64()", zero: (v) => `${v} == 0` },
+  [ScalarType.UINT64]: { wire: Wire.Varint, write: "int64", read: "uint64()", zero: (v) => `${v} == 0` },
+  [ScalarType.INT32]: { wire: Wire.Varint, write: "int32", read: "int32()", zero: (v) => `${v} === 0` },
+  [ScalarType.FIXED64]: { wire: Wire.Bit64, write: "fixed64", read: "fixed64()", zero: (v) => `${v} == 0` },
+  [ScalarType.FIXED32]: {
+    wire: Wire.Bit32,
+    write: "fixed32",
+    read: "fixed32()",
+    zero: (v) => `${v} === 0`,
+  },
+  [ScalarType.BOOL]: { wire: Wire.Varint, write: "bool", read: "bool()", zero: (v) => `${v} === false` },
+  [ScalarType.STRING]: {
+    wire: Wire.LengthDelimited,
+    write: "string",
+    read: "string(end)",
+    zero: (v) => `${v} === ""`,
+  },
+  [ScalarType.BYTES]: {
+    wire: Wire.LengthDelimited,
+    write: "bytes",
+    read: "bytesField(end)",
+    zero: (v) => `${v}.byteLength === 0`,
+  },
+  [ScalarType.UINT32]: {
+    wire: Wire.Varint,
+    write: "checkedUint32",
+    read: "uint32()",
+    zero: (v) => `${v} === 0`,
+  },
+  [ScalarType.SFIXED32]: {
+    wire: Wire.Bit32,
+    write: "sfixed32",
+    read: "sfixed32()",
+    zero: (v) => `${v} === 0`,
+  },
+  [ScalarType.SFIXED64]: {
+    wire: Wire.Bit64,
+    write: "fixed64",
+    read: "sfixed64()",
+    zero: (v) => `${v} == 0`,
+  },
+  [ScalarType.SINT32]: { wire: Wire.Varint, write: "sint32", read: "sint32()", zero: (v) => `${v} === 0` },
+  [ScalarType.SINT64]: { wire: Wire.Varint, write: "sint64", read: "sint64()", zero: (v) => `${v} == 0` },
+};
 
 const is64 = (t: ScalarType) =>
   t === ScalarType.INT64 ||
@@ -678,7 +680,7 @@ export function unsupported(schema: DescMessage, seen = new Set<DescMessage>()):
 }
 
 /** Every message type reachable from `root` (Struct aside), each once, numbered. */
-function reachable(root: DescMessage): DescMessage[] {
+export function reachable(root: DescMessage): DescMessage[] {
   const all: DescMessage[] = [];
   const visit = (m: DescMessage) => {
     if (m.typeName === STRUCT || all.includes(m)) return;
@@ -691,11 +693,11 @@ function reachable(root: DescMessage): DescMessage[] {
   return all;
 }
 
-const tagOf = (no: number, wire: Wire) => ((no << 3) | wire) >>> 0;
+export const tagOf = (no: number, wire: Wire) => ((no << 3) | wire) >>> 0;
 const prop = (name: string) => `[${JSON.stringify(name)}]`;
 
 /** A scalar (or enum, as int32) field's scalar type. */
-const scalarOf = (f: DescField): ScalarType =>
+export const scalarOf = (f: DescField): ScalarType =>
   f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind === "enum")
     ? ScalarType.INT32
     : (f.scalar ?? ScalarType.INT32);
