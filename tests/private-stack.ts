@@ -20,6 +20,29 @@ export async function dropDatabases(funilEnv: string, serverUrl: string = SERVER
 }
 
 /**
+ * Holds one FUNIL_ENV for a whole test run: a PostgreSQL advisory lock on a connection kept until the
+ * returned release. A second run on the same environment (a checkout's `npm test` beside CI's, say) would
+ * drop the first run's databases under its stack, since every run starts from a clean slate: it stops at
+ * once instead, naming FUNIL_TEST_ENV. The lock goes with the connection if the run dies.
+ */
+export async function claimTestEnv(
+  funilEnv: string,
+  serverUrl: string = SERVER,
+): Promise<() => Promise<void>> {
+  const holder = postgres(serverUrl, { max: 1, onnotice: () => {}, idle_timeout: 0, max_lifetime: 0 });
+  const [row] = await holder<{ held: boolean }[]>`
+    select pg_try_advisory_lock(hashtext(${`funil test run ${funilEnv}`})) as held`;
+  if (!row?.held) {
+    await holder.end();
+    throw new Error(
+      `another test run uses FUNIL_TEST_ENV=${funilEnv} on this PostgreSQL server and would lose its databases; ` +
+        "give this one another name (FUNIL_TEST_ENV=mine npm test)",
+    );
+  }
+  return () => holder.end();
+}
+
+/**
  * The environment of a stack: this process's with `settings` on top, less every service's port and
  * address (startStack picks free ones), so that it never reaches another stack's processes.
  */

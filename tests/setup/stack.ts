@@ -3,7 +3,7 @@ import type { TestProject } from "vitest/node";
 import { ensureInfra } from "../../scripts/infra.mjs";
 // @ts-expect-error: plain ESM script without types, shared with `npm start`
 import { startStack } from "../../scripts/stack.mjs";
-import { dropDatabases, stackEnv } from "../private-stack.js";
+import { claimTestEnv, dropDatabases, stackEnv } from "../private-stack.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -48,10 +48,16 @@ export default async function setup(project: TestProject) {
   });
   await ensureInfra({ databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL, natsUrl: env.NATS_URL });
 
-  // A clean slate: the previous run's test databases go.
-  await dropDatabases(TEST_ENV, env.DATABASE_URL);
-
-  const stack = await startStack({ env, port: 0, stdio: process.env.STACK_LOG ?? "ignore" });
+  // One run per FUNIL_TEST_ENV at a time; then a clean slate: the previous run's test databases go.
+  const release = await claimTestEnv(TEST_ENV, env.DATABASE_URL);
+  let stack: Awaited<ReturnType<typeof startStack>>;
+  try {
+    await dropDatabases(TEST_ENV, env.DATABASE_URL);
+    stack = await startStack({ env, port: 0, stdio: process.env.STACK_LOG ?? "ignore" });
+  } catch (err) {
+    await release();
+    throw err;
+  }
   project.provide("gatewayUrl", stack.gatewayUrl);
   project.provide("adminToken", stack.adminToken);
   project.provide("natsUrl", env.NATS_URL ?? "nats://127.0.0.1:4222");
@@ -73,5 +79,6 @@ export default async function setup(project: TestProject) {
   );
   return async () => {
     await stack.stop();
+    await release();
   };
 }
