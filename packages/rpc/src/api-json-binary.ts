@@ -3,8 +3,11 @@ import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf
 import { type CallOptions, createContextKey, createContextValues } from "@connectrpc/connect";
 import {
   codecOf,
+  is64,
+  MAX_DEPTH,
   Reader,
   reachable,
+  STRUCT,
   scalarOf,
   scalars,
   skipOrFail,
@@ -31,9 +34,6 @@ import { toApiJson } from "./json.js";
  * holds the two equal for any message of every contract type and for random bytes.
  */
 export type ApiJsonOfBinary = (bytes: Uint8Array) => Buffer;
-
-const MAX_DEPTH = 100; // the decoder's recursion limit
-const STRUCT = "google.protobuf.Struct";
 
 /** The short way cannot be sure of the answer: the long way decides. */
 class TakeTheLongWay extends Error {}
@@ -155,7 +155,7 @@ function scalarRead(f: DescField): { read: string; wire: number; text: (v: strin
       ? (v: string) => `(${v} ? "true" : "false")`
       : t === ScalarType.DOUBLE || t === ScalarType.FLOAT
         ? (v: string) => `$.num(${v})`
-        : /INT64|FIXED64/.test(ScalarType[t])
+        : is64(t)
           ? (v: string) => `String(Number(${v}))`
           : (v: string) => `String(${v})`;
   const zero =
@@ -312,11 +312,21 @@ export function shortApiJsonOfBinary(schema: DescMessage): (bytes: Uint8Array) =
 }
 const shortWriters = new WeakMap<DescMessage, (bytes: Uint8Array) => Buffer | undefined>();
 
-/** The API JSON text of a message of `schema` from its bytes: the short way when it is sure, else the long. */
+const writers = new WeakMap<DescMessage, ApiJsonOfBinary>();
+
+/**
+ * The API JSON text of a message of `schema` from its bytes: the short way when it is sure, else the long.
+ * Made once per type (the transport asks at every answer).
+ */
 export function apiJsonOfBinary(schema: DescMessage): ApiJsonOfBinary {
-  const short = shortApiJsonOfBinary(schema);
-  return (bytes) =>
-    short(bytes) ?? Buffer.from(JSON.stringify(toApiJson(schema, codecOf(schema).decode(bytes) as never)));
+  let write = writers.get(schema);
+  if (!write) {
+    const short = shortApiJsonOfBinary(schema);
+    write = (bytes) =>
+      short(bytes) ?? Buffer.from(JSON.stringify(toApiJson(schema, codecOf(schema).decode(bytes) as never)));
+    writers.set(schema, write);
+  }
+  return write;
 }
 
 /**

@@ -41,8 +41,8 @@ export interface Codec<D extends DescMessage> {
 
 const PROTO3 = 999; // google.protobuf.Edition.EDITION_PROTO3
 const IMPLICIT = 2; // google.protobuf.FeatureSet.FieldPresence.IMPLICIT
-const MAX_DEPTH = 100; // protobuf-es's recursion limit
-const STRUCT = "google.protobuf.Struct";
+export const MAX_DEPTH = 100; // protobuf-es's recursion limit
+export const STRUCT = "google.protobuf.Struct";
 
 enum Wire {
   Varint = 0,
@@ -639,7 +639,7 @@ export const scalars: Record<
   [ScalarType.SINT64]: { wire: Wire.Varint, write: "sint64", read: "sint64()", zero: (v) => `${v} == 0` },
 };
 
-const is64 = (t: ScalarType) =>
+export const is64 = (t: ScalarType) =>
   t === ScalarType.INT64 ||
   t === ScalarType.UINT64 ||
   t === ScalarType.FIXED64 ||
