@@ -150,6 +150,18 @@ describe("POST /opportunities", () => {
     expect(read.body).toMatchObject(d);
   });
 
+  it("docs/api/conventions.md §Timestamps: years 0001-9999 come back as written, by id and in the list", async () => {
+    for (const at of ["0099-12-31T23:59:59.999Z", "0001-01-01T00:00:00.000Z", "0999-06-15T12:30:00.500Z"]) {
+      const d = await deal(ws, { contactId: ct.id, pipelineId: pl.id, expectedCloseAt: at });
+      expect(d.expectedCloseAt).toBe(at);
+      expect((await ws.call("GET", `/opportunities/${d.id}`)).body.expectedCloseAt).toBe(at);
+      const before = new Date(Date.parse(d.createdAt) - 1).toISOString();
+      const page = await ws.call("GET", `/opportunities?createdAfter=${before}&limit=500`);
+      const listed = page.body.data.find((x: { id: string }) => x.id === d.id);
+      expect(listed?.expectedCloseAt ?? "not listed").toBe(at);
+    }
+  });
+
   it("docs/api/deals.md §POST /opportunities: contactId, pipelineId, stageId, ownerUserId must exist in the workspace → 422 invalid_reference", async () => {
     const otherPl = await pipeline(other);
     const otherCt = await contact(other);

@@ -1,3 +1,4 @@
+import { parseTimestamptz } from "@funil/schemas";
 import postgres from "postgres";
 import { traced } from "./tracing.js";
 import { markingTransactions } from "./transactions.js";
@@ -9,6 +10,8 @@ export { postgres };
 const UNIQUE_VIOLATION = "23505";
 const FOREIGN_KEY_VIOLATION = "23503";
 const DUPLICATE_DATABASE = "42P04";
+/** pg_type's oid of timestamptz. */
+const TIMESTAMPTZ = 1184;
 
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint_name?: string };
@@ -84,6 +87,8 @@ export function openPool(serverUrl: string, database: string, opts: PoolOptions 
       // Column names only: postgres.camel would also camel-case every key inside json and jsonb values,
       // and those keys are the client's (a customFields key plan_type came back as planType).
       transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
+      // timestamptz read by its parts where `new Date` misreads it (years 1-99, offsets with seconds).
+      types: { timestamptz: { to: TIMESTAMPTZ, from: [TIMESTAMPTZ], parse: parseTimestamptz } } as never,
       // Named prepared statements (postgres.js' default, kept on purpose): without them every read is
       // parsed and planned again, on PostgreSQL and in crm (bench/RESULTS.md). A connection closed when idle
       // takes its statements with it; the next one prepares them again at first use.

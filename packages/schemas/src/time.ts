@@ -59,3 +59,31 @@ export function isoString(date: Date | null | undefined): string | undefined {
     digit((ms / 100) | 0), digit(((ms / 10) | 0) % 10), digit(ms % 10), 90,
   );
 }
+
+/**
+ * PostgreSQL's text of a timestamptz (DateStyle ISO, any TimeZone): YYYY-MM-DD HH:MM:SS, up to six
+ * fraction digits, the offset in hours and maybe minutes and seconds, " BC" before year 1.
+ */
+const PG_TIMESTAMPTZ =
+  /^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?( BC)?$/;
+
+/**
+ * A timestamptz as PostgreSQL writes it, as a Date (to the millisecond, the rest cut off as `new Date`
+ * does): the parser of every pool (packages/db client.ts). `new Date(text)` reads the common form right
+ * (a year from 1000, UTC), and is used for it; it reads year 0099 as 1999 and no offset with seconds
+ * (a historic time zone's), which this reads by its parts. infinity and any other form go to `new Date`.
+ */
+export function parseTimestamptz(text: string): Date {
+  const n = text.length;
+  if (text.charCodeAt(0) !== 48 && text.charCodeAt(n - 3) === 43 && text.endsWith("00") && n <= 26)
+    return new Date(text);
+  const m = PG_TIMESTAMPTZ.exec(text);
+  if (!m) return new Date(text);
+  const year = m[12] ? 1 - Number(m[1]) : Number(m[1]);
+  const ms = m[7] ? Number(m[7].slice(0, 3).padEnd(3, "0")) : 0;
+  const offsetS = (Number(m[9]) * 60 + Number(m[10] ?? 0)) * 60 + Number(m[11] ?? 0);
+  const at = new Date(0);
+  at.setUTCFullYear(year, Number(m[2]) - 1, Number(m[3]));
+  at.setUTCHours(Number(m[4]), Number(m[5]), Number(m[6]), ms);
+  return new Date(at.getTime() - (m[8] === "-" ? -offsetS : offsetS) * 1000);
+}
