@@ -107,7 +107,7 @@ export function decodeCursor(
  * `fetch` for one row more than the page, and issues the next cursor from the
  * page's last row when that extra row exists.
  */
-export async function keysetPage<R extends { id: string }>(opts: {
+export async function keysetPage<R>(opts: {
   list: string;
   /** A cursor is bound to its workspace too: another workspace's cursor is invalid_cursor. */
   workspaceId: string;
@@ -117,6 +117,8 @@ export async function keysetPage<R extends { id: string }>(opts: {
   defaultLimit: number;
   /** The timestamp the list is ordered by (then id). */
   sortKey: (row: R) => Date;
+  /** The row's id (default: its `id`). */
+  idOf?: (row: R) => string;
   fetch: (take: number, after: [Date, string] | undefined) => Promise<R[]>;
 }): Promise<{ rows: R[]; nextCursor: string | undefined }> {
   const limit = opts.limit === 0 ? opts.defaultLimit : opts.limit;
@@ -135,7 +137,10 @@ export async function keysetPage<R extends { id: string }>(opts: {
   const last = page[page.length - 1];
   const nextCursor =
     rows.length > limit && last
-      ? encodeCursor(opts.list, bound, [opts.sortKey(last).toISOString(), last.id])
+      ? encodeCursor(opts.list, bound, [
+          opts.sortKey(last).toISOString(),
+          opts.idOf ? opts.idOf(last) : (last as unknown as { id: string }).id,
+        ])
       : undefined;
   return { rows: page, nextCursor };
 }

@@ -13,6 +13,14 @@ export * from "./health.js";
 export * from "./idempotent.js";
 export * from "./json.js";
 export { registerRpcServerMetrics } from "./metrics.js";
+export {
+  encodedBytesOf,
+  encodedMessage,
+  type RawReadable,
+  type RowList,
+  rowList,
+  rowListPage,
+} from "./row-pages.js";
 export * from "./server.js";
 export * from "./service.js";
 export * from "./startup.js";

@@ -37,6 +37,7 @@ import { codecOf } from "./codec.js";
 import { tooLarge } from "./errors.js";
 import { headerObject, PLAIN_HEADERS, toHeaders } from "./headers.js";
 import { type MethodMetrics, methodMetrics } from "./metrics.js";
+import { encodedBytesOf } from "./row-pages.js";
 
 type Impl = (req: unknown, ctx: HandlerContext) => unknown;
 interface Route {
@@ -223,7 +224,8 @@ async function respond(
   const ctx = context(route, headers, url, call.timeoutMs);
   try {
     const response = await withinDeadline(ctx, call.timeoutMs, run(fp, route, ctx, decodeInput(route, body)));
-    const bytes = codecOf(route.method.output).encode(response.message);
+    // A reply written as bytes already (a row page, row-pages.ts) goes out as it is.
+    const bytes = encodedBytesOf(response.message) ?? codecOf(route.method.output).encode(response.message);
     if (bytes.byteLength > fp.maxBytes) throw tooLarge("response", bytes.byteLength, fp.maxBytes);
     route.metrics.done(undefined, call.startedAt);
     return {

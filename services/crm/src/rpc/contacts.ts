@@ -9,11 +9,21 @@ import {
   type ContactService,
   EraseContactResponseSchema,
   ListContactsRequestSchema,
+  ListContactsResponseSchema,
   UpsertContactResponseSchema,
 } from "@funil/contracts";
-import { getById, keysetList, originOf, type Sql } from "@funil/db";
+import { type FiltersOf, getById, originOf, type Sql } from "@funil/db";
 import { invalid, notFound } from "@funil/errors";
-import { asMessageJson, idempotent, keyedCall, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
+import {
+  asMessageJson,
+  idempotent,
+  keyedCall,
+  plainOf,
+  type Remember,
+  replayOf,
+  rowList,
+  runOnce,
+} from "@funil/rpc";
 import {
   check,
   idParam,
@@ -30,6 +40,10 @@ import { customFieldsGuard } from "./custom-fields.js";
 import { contactWire, erasureToProto } from "./wire.js";
 
 const LIST = "contacts";
+
+/** The filters a contacts cursor is bound to: the query's, archived or not said. */
+const bind = (given: FiltersOf<typeof listContactsQuery>) => ({ ...given, status: given.status ?? "active" });
+type Bound = ReturnType<typeof bind>;
 
 const reply = (r: ContactRecord) => ({ contact: contactWire.proto(r) });
 
@@ -54,23 +68,24 @@ export function contactService(deps: {
   const checkCustomFields = customFieldsGuard(deps.customFields);
   const fieldsOf = (req: { fields?: ContactFields }) =>
     plainOf(ContactFieldsSchema, req.fields ?? create(ContactFieldsSchema));
-  const list = keysetList({
+  const statement = (workspaceId: string, bound: Bound, take: number, after?: [Date, string]) =>
+    contacts.list(
+      workspaceId,
+      { ...bound, createdAfter: instant(bound.createdAfter), updatedAfter: instant(bound.updatedAfter) },
+      take,
+      after,
+    );
+  // Pages are written from the statement's raw rows (row-pages.ts); the object path stays for the rest.
+  const list = rowList({
     list: LIST,
     query: listContactsQuery,
     defaultLimit: 50,
-    bind: (given) => ({ ...given, status: given.status ?? "active" }),
+    bind,
     sortKey: (c: ContactRecord, bound) => (bound.updatedAfter ? c.updatedAt : c.createdAt),
-    fetch: (workspaceId, bound, take, after) =>
-      contacts.list(
-        workspaceId,
-        {
-          ...bound,
-          createdAfter: instant(bound.createdAfter),
-          updatedAfter: instant(bound.updatedAfter),
-        },
-        take,
-        after,
-      ),
+    sortColumn: (bound) => (bound.updatedAfter ? "updatedAt" : "createdAt"),
+    response: ListContactsResponseSchema,
+    statement,
+    fetch: statement,
     toMessage: (r) => contactWire.proto(r),
   });
 

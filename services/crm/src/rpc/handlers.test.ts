@@ -1,12 +1,22 @@
+import { create, type MessageShape, toJson } from "@bufbuild/protobuf";
 import { Code, type ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { type Clock, naming } from "@funil/config";
-import { SERVICES } from "@funil/contracts";
+import {
+  ListContactsResponseSchema,
+  ListOpportunitiesResponseSchema,
+  ListTasksResponseSchema,
+  SERVICES,
+} from "@funil/contracts";
 import { migrate, openDatabase, type Sql, SYSTEM, writeEvent } from "@funil/db";
-import { describeError, errorInterceptor, REPLAYED_HEADER } from "@funil/rpc";
+import { describeError, encodedBytesOf, errorInterceptor, REPLAYED_HEADER } from "@funil/rpc";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { crmDeps, migrations } from "../server.js";
+import { contactService } from "./contacts.js";
+import { opportunityService } from "./opportunities.js";
 import { routes } from "./routes.js";
+import { taskService } from "./tasks.js";
+import { contactWire, dealWire, taskWire } from "./wire.js";
 
 /**
  * crm's handlers in-process (docs/architecture.md §A service, room by room: createRouterTransport on the real test
@@ -620,5 +630,82 @@ describe("pipelines, custom fields and members kept in memory: every list reads 
     expect((await json())[0]).toMatchObject({ name: "Ana Lima", role: "admin" });
     const messages = await other.members.listMembers({ workspaceId: w });
     expect(await json()).toEqual(messages.data.map(({ $typeName, ...m }) => m));
+  });
+});
+
+describe("list pages written from raw rows (packages/rpc row-pages.ts)", () => {
+  it("GET /contacts, /opportunities and /tasks: each page is the object path's page, written as bytes", async () => {
+    const w = ws();
+    const pl = await pipeline(w);
+    for (const [i, name] of ['Ana "Zé" {Conceição}', "Bob, Jr.", "曾 \\ 🙂"].entries()) {
+      const c = (
+        await crm.contacts.upsertContact({
+          workspaceId: w,
+          fields: {
+            phone: `+55 11 90000-100${i}`,
+            name,
+            tags: { values: [name, "NULL", ' {x},"y" '] },
+            utm: { source: name, campaign: "c" },
+          },
+        })
+      ).contact!;
+      now = new Date(now.getTime() + 1);
+      const d = await crm.opportunities.createOpportunity({
+        workspaceId: w,
+        input: {
+          contactId: c.id,
+          pipelineId: pl.id,
+          title: name,
+          valueCents: BigInt(i * 1000),
+          tags: [name],
+        },
+      });
+      await crm.tasks.createTask({
+        workspaceId: w,
+        fields: {
+          title: name,
+          body: i ? name : undefined,
+          contactId: c.id,
+          opportunityId: d.opportunity!.id,
+        },
+      });
+    }
+    const impl = {
+      contacts: contactService(deps),
+      opportunities: opportunityService(deps),
+      tasks: taskService(deps),
+    };
+    const lists = [
+      {
+        page: (cursor?: string) =>
+          impl.contacts.listContacts({ workspaceId: w, limit: 2, cursor } as never, {} as never),
+        objects: async () =>
+          (await deps.contacts.list(w, { status: "active" }, 10)).map((r) => contactWire.proto(r)),
+        schema: ListContactsResponseSchema,
+      },
+      {
+        page: (cursor?: string) =>
+          impl.opportunities.listOpportunities({ workspaceId: w, limit: 2, cursor } as never, {} as never),
+        objects: async () => (await deps.deals.list(w, {}, 10)).map((r) => dealWire.proto(r)),
+        schema: ListOpportunitiesResponseSchema,
+      },
+      {
+        page: (cursor?: string) =>
+          impl.tasks.listTasks({ workspaceId: w, limit: 2, cursor } as never, {} as never),
+        objects: async () => (await deps.tasks.list(w, {}, 10)).map((r) => taskWire.proto(r)),
+        schema: ListTasksResponseSchema,
+      },
+    ];
+    for (const list of lists) {
+      const first = (await list.page()) as MessageShape<typeof list.schema>;
+      expect(encodedBytesOf(first)).toBeDefined();
+      const second = (await list.page(first.nextCursor)) as MessageShape<typeof list.schema>;
+      expect(encodedBytesOf(second)).toBeDefined();
+      expect(second.nextCursor).toBeUndefined();
+      const expected = create(list.schema, { data: (await list.objects()) as never });
+      expect(
+        toJson(list.schema, create(list.schema, { data: [...first.data, ...second.data] as never })),
+      ).toEqual(toJson(list.schema, expected));
+    }
   });
 });

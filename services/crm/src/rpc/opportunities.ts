@@ -3,6 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
   ListOpportunitiesRequestSchema,
+  ListOpportunitiesResponseSchema,
   type Opportunity,
   type OpportunityFields,
   OpportunityFieldsSchema,
@@ -10,8 +11,17 @@ import {
   OpportunitySchema,
   type OpportunityService,
 } from "@funil/contracts";
-import { type FiltersOf, getById, keysetList, originOf, type Sql } from "@funil/db";
-import { fromApiJson, keyedCall, plainOf, type Remember, replayOf, runOnce, toApiJson } from "@funil/rpc";
+import { type FiltersOf, getById, originOf, type Sql } from "@funil/db";
+import {
+  fromApiJson,
+  keyedCall,
+  plainOf,
+  type Remember,
+  replayOf,
+  rowList,
+  runOnce,
+  toApiJson,
+} from "@funil/rpc";
 import {
   check,
   createDealBody,
@@ -95,11 +105,16 @@ export function opportunityService(deps: {
   const { deals, clock } = deps;
   const checkCustomFields = customFieldsGuard(deps.customFields);
   const reply = (r: DealRecord) => ({ opportunity: dealWire.proto(r) });
-  const list = keysetList({
+  // Pages are written from the statement's raw rows (row-pages.ts); the object path stays for the rest.
+  const list = rowList({
     list: LIST,
     query: listDealsQuery,
     defaultLimit: 50,
     sortKey: (d: DealRecord, bound) => (bound.updatedAfter ? d.updatedAt : d.createdAt),
+    sortColumn: (bound) => (bound.updatedAfter ? "updatedAt" : "createdAt"),
+    response: ListOpportunitiesResponseSchema,
+    statement: (workspaceId, bound, take, after) =>
+      deals.listQuery(workspaceId, filtersOf(bound), take, after),
     fetch: (workspaceId, bound, take, after) => deals.list(workspaceId, filtersOf(bound), take, after),
     toMessage: (r) => dealWire.proto(r),
   });

@@ -3,12 +3,13 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
 import {
   CreateTaskResponseSchema,
+  ListTasksResponseSchema,
   type TaskFields,
   TaskFieldsSchema,
   type TaskService,
 } from "@funil/contracts";
-import { keysetList, originOf, type Sql } from "@funil/db";
-import { asMessageJson, idempotent, keyedCall, plainOf } from "@funil/rpc";
+import { originOf, type Sql } from "@funil/db";
+import { asMessageJson, idempotent, keyedCall, plainOf, rowList } from "@funil/rpc";
 import {
   check,
   createTaskBody,
@@ -42,7 +43,8 @@ export function taskService(deps: {
   const fieldsOf = (fields: TaskFields | undefined) =>
     plainOf(TaskFieldsSchema, fields ?? create(TaskFieldsSchema));
   const reply = (t: TaskRecord) => ({ task: taskWire.proto(t) });
-  const list = keysetList({
+  // Pages are written from the statement's raw rows (row-pages.ts); the object path stays for the rest.
+  const list = rowList({
     list: LIST,
     query: listTasksQuery,
     defaultLimit: 50,
@@ -51,6 +53,9 @@ export function taskService(deps: {
       open: bound.open === undefined ? undefined : bound.open === "true",
     }),
     sortKey: (t: TaskRecord) => t.createdAt,
+    sortColumn: () => "createdAt",
+    response: ListTasksResponseSchema,
+    statement: (workspaceId, filters, take, after) => tasks.listQuery(workspaceId, filters, take, after),
     fetch: (workspaceId, filters, take, after) => tasks.list(workspaceId, filters, take, after),
     toMessage: (t) => taskWire.proto(t),
   });
