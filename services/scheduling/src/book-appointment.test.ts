@@ -1,6 +1,7 @@
+import { create, type MessageShape, toJson } from "@bufbuild/protobuf";
 import { Code, type ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { type Clock, createLogger, naming } from "@funil/config";
-import { SERVICES } from "@funil/contracts";
+import { ListAppointmentsResponseSchema, SERVICES } from "@funil/contracts";
 import {
   CallInTransactionError,
   migrate,
@@ -10,11 +11,13 @@ import {
   writeEvent,
 } from "@funil/db";
 import { openRedis } from "@funil/db/redis";
-import { clientsOf, describeError, errorInterceptor, REPLAYED_HEADER } from "@funil/rpc";
+import { clientsOf, describeError, encodedBytesOf, errorInterceptor, REPLAYED_HEADER } from "@funil/rpc";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { crmDirectory } from "./crm.js";
+import { appointmentService } from "./rpc/appointments.js";
 import { routes } from "./rpc/routes.js";
+import { appointmentWire } from "./rpc/wire.js";
 import { migrations, schedulingDeps } from "./server.js";
 import { erasureStore } from "./store/erasures.js";
 
@@ -40,8 +43,8 @@ let scheduling: Clients;
 let crmDown: Clients;
 const crm = () => clientsOf(SERVICES.crm, inject("crmUrl"));
 
-function inProcess(crmUrl: string): Clients {
-  const deps = schedulingDeps(
+function depsOf(crmUrl: string) {
+  return schedulingDeps(
     {
       sql,
       clock,
@@ -52,7 +55,10 @@ function inProcess(crmUrl: string): Clients {
     { client: redis, prefix },
     crmDirectory(clientsOf(SERVICES.crm, crmUrl, 2_000)),
   );
-  const transport = createRouterTransport(routes(deps), {
+}
+
+function inProcess(crmUrl: string): Clients {
+  const transport = createRouterTransport(routes(depsOf(crmUrl)), {
     router: { interceptors: [errorInterceptor(log)] },
   });
   return Object.fromEntries(
@@ -192,6 +198,35 @@ describe("booking (docs/api/meetings.md §POST /appointments)", () => {
         { path: "opportunityId", message: "no opportunity opp_missing in this workspace" },
       ],
     });
+  });
+});
+
+describe("meeting pages written from raw rows (packages/rpc row-pages.ts)", () => {
+  it("GET /appointments: each page is the object path's page, written as bytes", async () => {
+    const w = await workspace();
+    for (const [i, hhmm] of ["10:00", "11:00", "12:00"].entries())
+      await scheduling.appointments.createAppointment({
+        workspaceId: w.workspaceId,
+        input: { ...w.input(hhmm), title: `Demo "${i}" {ç} \\ 🙂`, location: i ? "Sala" : undefined },
+      });
+    const deps = depsOf(inject("crmUrl"));
+    const impl = appointmentService(deps);
+    const pageOf = async (cursor?: string) => {
+      const page = await impl.listAppointments(
+        { workspaceId: w.workspaceId, limit: 2, cursor } as never,
+        {} as never,
+      );
+      expect(encodedBytesOf(page)).toBeDefined();
+      return page as MessageShape<typeof ListAppointmentsResponseSchema>;
+    };
+    const first = await pageOf();
+    const second = await pageOf(first.nextCursor);
+    expect(second.nextCursor).toBeUndefined();
+    const objects = await deps.appointments.list(w.workspaceId, { status: "scheduled" }, 10);
+    const schema = ListAppointmentsResponseSchema;
+    expect(toJson(schema, create(schema, { data: [...first.data, ...second.data] }))).toEqual(
+      toJson(schema, create(schema, { data: objects.map((r) => appointmentWire.proto(r)) })),
+    );
   });
 });
 

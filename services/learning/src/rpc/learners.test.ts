@@ -1,14 +1,21 @@
 import { fileURLToPath } from "node:url";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { createLogger, naming } from "@funil/config";
-import { LearnerDetailSchema, LearnerSchema, LearnerService } from "@funil/contracts";
+import {
+  LearnerDetailSchema,
+  LearnerSchema,
+  LearnerService,
+  type ListLearnersResponse,
+} from "@funil/contracts";
 import { migrate, openDatabase, type Sql } from "@funil/db";
-import { describeError, errorInterceptor, toApiJson } from "@funil/rpc";
+import { describeError, encodedBytesOf, errorInterceptor, toApiJson } from "@funil/rpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkMessage } from "../messages.js";
 import { learnerStore } from "../store/learners.js";
 import { applyMessage } from "../store/platform.js";
+import { learnerService } from "./learners.js";
 import { routes } from "./routes.js";
+import { learnerToProto } from "./wire.js";
 
 /**
  * The learner handlers in-process (createRouterTransport) on a real
@@ -190,6 +197,20 @@ describe("ListLearners", () => {
     expect(second).toMatchObject({ ids: ["u_carla"], next: undefined });
     expect(await codeOf(client.listLearners({ cursor: first.next, q: "a" }))).toBe("invalid_cursor");
     expect(await codeOf(client.listLearners({ cursor: "garbage" }))).toBe("invalid_cursor");
+  });
+
+  it("pages are written from raw rows (packages/rpc row-pages.ts), the object path's page as bytes", async () => {
+    const impl = learnerService({ learners: learnerStore(sql), clock: { now: () => NOW } });
+    for (const req of [{ limit: 2 }, { q: "conceicao" }, { activeSince: "2026-11-01T00:00:00.000Z" }]) {
+      const page = (await impl.listLearners(req as never, {} as never)) as ListLearnersResponse;
+      expect(encodedBytesOf(page)).toBeDefined();
+      expect(page.data.map((l) => toApiJson(LearnerSchema, l))).toEqual((await list(req)).data);
+    }
+    const objects = await learnerStore(sql).list({}, 10);
+    const page = (await impl.listLearners({} as never, {} as never)) as ListLearnersResponse;
+    expect(page.data.map((l) => toApiJson(LearnerSchema, l))).toEqual(
+      objects.map((r) => toApiJson(LearnerSchema, learnerToProto(r))),
+    );
   });
 
   it("docs/api/conventions.md §Errors: bad filters are validation_failed, as over HTTP", async () => {

@@ -1,9 +1,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { Clock } from "@funil/config";
-import { type LearnerService, ListLearnersRequestSchema } from "@funil/contracts";
-import { keysetList } from "@funil/db";
+import { type LearnerService, ListLearnersRequestSchema, ListLearnersResponseSchema } from "@funil/contracts";
+import type { FiltersOf } from "@funil/db";
 import { notFound } from "@funil/errors";
-import { plainOf } from "@funil/rpc";
+import { plainOf, rowList } from "@funil/rpc";
 import { check, idParam, instant, learnerQuery, listLearnersQuery } from "@funil/schemas";
 import { fold } from "../messages.js";
 import type { LearnerRecord, LearnerStore } from "../store/learners.js";
@@ -18,22 +18,32 @@ export function learnerService(deps: {
   clock: Clock;
 }): ServiceImpl<typeof LearnerService> {
   const { learners, clock } = deps;
-  const list = keysetList({
+  const statement = (
+    _platform: string,
+    filters: FiltersOf<typeof listLearnersQuery>,
+    take: number,
+    after: [Date, string] | undefined,
+  ) =>
+    learners.listQuery(
+      {
+        q: filters.q === undefined ? undefined : fold(filters.q),
+        activeSince: instant(filters.activeSince),
+        activeBefore: instant(filters.activeBefore),
+      },
+      take,
+      after,
+    );
+  // Pages are written from the statement's raw rows (packages/rpc row-pages.ts); the object path stays for the rest.
+  const list = rowList({
     list: LIST,
     query: listLearnersQuery,
     defaultLimit: 50,
     // One Date per page, for the next cursor.
     sortKey: (l: LearnerRecord) => new Date(l.createdAt),
-    fetch: (_platform, filters, take, after) =>
-      learners.list(
-        {
-          q: filters.q === undefined ? undefined : fold(filters.q),
-          activeSince: instant(filters.activeSince),
-          activeBefore: instant(filters.activeBefore),
-        },
-        take,
-        after,
-      ),
+    sortColumn: () => "createdAt",
+    response: ListLearnersResponseSchema,
+    statement,
+    fetch: statement,
     toMessage: learnerToProto,
   });
   return {

@@ -7,12 +7,13 @@ import {
   CancelAppointmentRequestSchema,
   CancelAppointmentResponseSchema,
   ListAppointmentsRequestSchema,
+  ListAppointmentsResponseSchema,
   RecordOutcomeRequestSchema,
   RecordOutcomeResponseSchema,
   RescheduleAppointmentRequestSchema,
   RescheduleAppointmentResponseSchema,
 } from "@funil/contracts";
-import { getById, keysetList, originOf, requestFingerprint } from "@funil/db";
+import { type FiltersOf, getById, originOf, requestFingerprint } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
 import {
   asMessageJson,
@@ -23,6 +24,7 @@ import {
   REPLAYED_HEADER,
   type Remember,
   replayOf,
+  rowList,
   runOnce,
 } from "@funil/rpc";
 import {
@@ -61,24 +63,36 @@ export function appointmentService(deps: SchedulingDeps): Impl {
   return { ...meetingReads(deps), ...booking(deps), ...meetingChanges(deps) };
 }
 
+/** The filters a meetings cursor is bound to: the query's, the status "scheduled" unless said. */
+const bind = (given: FiltersOf<typeof listAppointmentsQuery>) => ({
+  ...given,
+  status: given.status ?? "scheduled",
+});
+type Bound = ReturnType<typeof bind>;
+
 /** GET /appointments and GET /appointments/{id}. */
 function meetingReads({ appointments }: BookingDeps) {
-  const list = keysetList({
+  const statement = (workspaceId: string, bound: Bound, take: number, after: [Date, string] | undefined) => {
+    const filters: AppointmentFilters = {
+      ...bound,
+      from: instant(bound.from),
+      to: instant(bound.to),
+      createdAfter: instant(bound.createdAfter),
+      updatedAfter: instant(bound.updatedAfter),
+    };
+    return appointments.list(workspaceId, filters, take, after);
+  };
+  // Pages are written from the statement's raw rows (packages/rpc row-pages.ts); the object path stays for the rest.
+  const list = rowList({
     list: LIST,
     query: listAppointmentsQuery,
     defaultLimit: 100,
-    bind: (given) => ({ ...given, status: given.status ?? "scheduled" }),
+    bind,
     sortKey: (a: AppointmentRecord) => a.startAt,
-    fetch: (workspaceId, bound, take, after) => {
-      const filters: AppointmentFilters = {
-        ...bound,
-        from: instant(bound.from),
-        to: instant(bound.to),
-        createdAfter: instant(bound.createdAfter),
-        updatedAfter: instant(bound.updatedAfter),
-      };
-      return appointments.list(workspaceId, filters, take, after);
-    },
+    sortColumn: () => "startAt",
+    response: ListAppointmentsResponseSchema,
+    statement,
+    fetch: statement,
     toMessage: (r) => appointmentWire.proto(r),
   });
   return {

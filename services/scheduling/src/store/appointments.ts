@@ -57,9 +57,9 @@ export function listQuery(
 /** Reading meetings: a list, one meeting, a day's count. */
 function meetingReads(sql: Sql) {
   return {
-    async list(workspaceId: string, f: AppointmentFilters, take: number, after?: [Date, string]) {
-      return listQuery(sql, workspaceId, f, take, after);
-    },
+    /** The page's statement, run when awaited (or read raw: packages/rpc row-pages.ts). */
+    list: (workspaceId: string, f: AppointmentFilters, take: number, after?: [Date, string]) =>
+      listQuery(sql, workspaceId, f, take, after),
 
     /** A meeting by id; the reads of one RPC batch in one statement. */
     get: coalescedReads<AppointmentRecord>(sql, {

@@ -1,13 +1,16 @@
+import { create, type MessageShape, toJson } from "@bufbuild/protobuf";
 import { Code, type ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { naming } from "@funil/config";
-import { SERVICES } from "@funil/contracts";
+import { ListInteractionsResponseSchema, SERVICES } from "@funil/contracts";
 import { migrate, openDatabase, type Sql } from "@funil/db";
-import { describeError, errorInterceptor } from "@funil/rpc";
+import { describeError, encodedBytesOf, errorInterceptor } from "@funil/rpc";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type InteractionRecord, ingestItemOf } from "../ingest.js";
 import { migrations, timelineDeps } from "../server.js";
+import { interactionService } from "./interactions.js";
 import { routes, type TimelineDeps } from "./routes.js";
+import { interactionToProto } from "./wire.js";
 
 /** timeline's handlers in-process on the real test database (docs/architecture.md §A service, room by room). */
 const names = naming(`${process.env.FUNIL_TEST_ENV}_handlers`);
@@ -123,5 +126,29 @@ describe("InteractionService (docs/api/interactions.md §GET /interactions)", ()
         grpc: Code.InvalidArgument,
         code: "validation_failed",
       });
+  });
+});
+
+describe("interaction pages written from raw rows (packages/rpc row-pages.ts)", () => {
+  it("GET /interactions: each page is the object path's page, written as bytes", async () => {
+    const w = ws();
+    for (let i = 0; i < 5; i++) {
+      const t = touch(w, `c${i % 2}`, new Date(Date.UTC(2026, 0, 2, 0, i)).toISOString());
+      await deps.interactions.add({ ...t, durationSec: i, preview: i % 2 ? `"olá", {${i}} \\ 🙂` : null });
+    }
+    const impl = interactionService(deps);
+    const pageOf = async (cursor?: string) => {
+      const page = await impl.listInteractions({ workspaceId: w, limit: 2, cursor } as never, {} as never);
+      expect(encodedBytesOf(page)).toBeDefined();
+      return page as MessageShape<typeof ListInteractionsResponseSchema>;
+    };
+    const pages = [await pageOf()];
+    while (pages.at(-1)!.nextCursor) pages.push(await pageOf(pages.at(-1)!.nextCursor));
+    expect(pages).toHaveLength(3);
+    const objects = (await deps.interactions.list(w, {}, 10)).map(interactionToProto);
+    const schema = ListInteractionsResponseSchema;
+    expect(toJson(schema, create(schema, { data: pages.flatMap((p) => p.data) }))).toEqual(
+      toJson(schema, create(schema, { data: objects })),
+    );
   });
 });

@@ -1,9 +1,15 @@
 import { randomBytes } from "node:crypto";
+import { type MessageShape, create as message, toJson } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { naming } from "@funil/config";
-import { AuthService, SubscriptionSchema, WebhookService } from "@funil/contracts";
+import {
+  AuthService,
+  ListAttemptsResponseSchema,
+  SubscriptionSchema,
+  WebhookService,
+} from "@funil/contracts";
 import { type EventInput, migrate, openDatabase, type Sql, type TransactionSql, writeEvent } from "@funil/db";
-import { describeError, errorInterceptor, toApiJson } from "@funil/rpc";
+import { describeError, encodedBytesOf, errorInterceptor, toApiJson } from "@funil/rpc";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretBox } from "../secrets.js";
@@ -14,6 +20,8 @@ import { eventLogStore } from "../store/event-log.js";
 import { resendStore } from "../store/resend.js";
 import { subscriptionStore } from "../store/subscriptions.js";
 import { routes } from "./routes.js";
+import { type WebhookDeps, webhookService } from "./webhooks.js";
+import { attemptWire } from "./wire.js";
 
 /**
  * The webhooks handlers in-process on the real test database, with the
@@ -25,6 +33,7 @@ const names = naming(`${process.env.FUNIL_TEST_ENV}_handlers`);
 const key = randomBytes(32);
 let sql: Sql;
 let webhooks: ReturnType<typeof createClient<typeof WebhookService>>;
+let deps: WebhookDeps;
 const workspaceId = `ws_h${Date.now()}`;
 const keys: Record<string, { active: boolean; workspaceId: string; scopes: string[]; operator: boolean }> = {
   key_all: { active: true, workspaceId, scopes: ["webhooks.manage", "contacts.read"], operator: false },
@@ -49,22 +58,22 @@ beforeAll(async () => {
     await writeEvent(tx, (t) => names.subject(`events.${t}`), e);
   };
   const events = subscriptionEvents(emit);
-  const transport = createRouterTransport(
-    routes({
-      sql,
-      subscriptions: subscriptionStore(sql, events),
-      deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), events),
-      resends: resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), resentEvents(emit)),
-      attempts: attemptStore(sql),
-      events: eventLogStore(sql),
-      loggedUpTo: async () => Number.MAX_SAFE_INTEGER,
-      auth,
-      secrets: secretBox(key),
-      targets: { allowHttp: false, allowPrivate: false },
-      clock: { now: () => new Date() },
-    }),
-    { router: { interceptors: [errorInterceptor(pino({ level: "silent" }))] } },
-  );
+  deps = {
+    sql,
+    subscriptions: subscriptionStore(sql, events),
+    deliveries: deliveryStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), events),
+    resends: resendStore(sql, (id) => names.subject(`webhook.deliveries.${id}`), resentEvents(emit)),
+    attempts: attemptStore(sql),
+    events: eventLogStore(sql),
+    loggedUpTo: async () => Number.MAX_SAFE_INTEGER,
+    auth,
+    secrets: secretBox(key),
+    targets: { allowHttp: false, allowPrivate: false },
+    clock: { now: () => new Date() },
+  };
+  const transport = createRouterTransport(routes(deps), {
+    router: { interceptors: [errorInterceptor(pino({ level: "silent" }))] },
+  });
   webhooks = createClient(WebhookService, transport);
 });
 afterAll(async () => {
@@ -181,6 +190,42 @@ describe("subscriptions kept in memory at their version (keptRecords)", () => {
     expect(json.ids).toEqual(messages.data.map((s) => s.id));
     expect(json.itemsJson.map((j) => JSON.parse(j))).toEqual(
       messages.data.map((s) => toApiJson(SubscriptionSchema, s)),
+    );
+  });
+});
+
+describe("attempt pages written from raw rows (packages/rpc row-pages.ts)", () => {
+  it("GET /webhooks/{id}/attempts: each page is the object path's page, written as bytes", async () => {
+    const res = await create("https://8.8.8.8/attempts");
+    if (!("ok" in res)) throw new Error(JSON.stringify(res));
+    const sub = res.ok.subscription!.id;
+    for (let i = 0; i < 5; i++)
+      await sql`insert into attempts ${sql({
+        id: `att_raw_${i}`,
+        deliveryId: `dlv_${i}`,
+        subscriptionId: sub,
+        workspaceId,
+        event: "contact.created",
+        at: new Date(Date.UTC(2026, 10, 25, 10, 0, i, i * 7)),
+        succeeded: i % 2 === 0,
+        responseStatus: i === 1 ? null : 200 + i,
+        durationMs: i,
+        responseBody: i % 2 ? null : `{"ok": "olá \\ 🙂"}`,
+        error: i === 1 ? "timeout" : null,
+      })}`;
+    const impl = webhookService(deps);
+    const pageOf = async (cursor?: string) => {
+      const page = await impl.listAttempts({ workspaceId, id: sub, limit: 2, cursor } as never, {} as never);
+      expect(encodedBytesOf(page)).toBeDefined();
+      return page as MessageShape<typeof ListAttemptsResponseSchema>;
+    };
+    const pages = [await pageOf()];
+    while (pages.at(-1)!.nextCursor) pages.push(await pageOf(pages.at(-1)!.nextCursor));
+    expect(pages).toHaveLength(3);
+    const objects = await deps.attempts.list(sub, {}, 10, undefined);
+    const schema = ListAttemptsResponseSchema;
+    expect(toJson(schema, message(schema, { data: pages.flatMap((p) => p.data) }))).toEqual(
+      toJson(schema, message(schema, { data: objects.map((a) => attemptWire.proto(a)) })),
     );
   });
 });

@@ -7,14 +7,24 @@ import {
   type CreateWebhookResponse,
   CreateWebhookResponseSchema,
   ListAttemptsRequestSchema,
+  ListAttemptsResponseSchema,
   SubscriptionSchema,
   type WebhookFields,
   WebhookFieldsSchema,
   type WebhookService,
 } from "@funil/contracts";
-import { type FiltersOf, getById, type KeysetList, listPage, originOf, type Sql } from "@funil/db";
+import { type FiltersOf, getById, originOf, type Sql } from "@funil/db";
 import { fail, notFound } from "@funil/errors";
-import { keyedCall, listAnswer, plainOf, type Remember, replayOf, runOnce } from "@funil/rpc";
+import {
+  keyedCall,
+  listAnswer,
+  plainOf,
+  type Remember,
+  type RowList,
+  replayOf,
+  rowListPage,
+  runOnce,
+} from "@funil/rpc";
 import {
   check,
   createWebhookBody,
@@ -84,24 +94,34 @@ type AttemptQuery = typeof listAttemptsQuery;
 function attemptList(
   subscriptionId: string,
   attempts: AttemptStore,
-): KeysetList<AttemptQuery, FiltersOf<AttemptQuery>, AttemptRecord, Attempt> {
+): RowList<AttemptQuery, FiltersOf<AttemptQuery>, AttemptRecord, Attempt> {
+  const statement = (
+    _workspaceId: string,
+    bound: FiltersOf<AttemptQuery>,
+    take: number,
+    after: [Date, string] | undefined,
+  ) =>
+    attempts.list(
+      subscriptionId,
+      {
+        succeeded: bound.status === undefined ? undefined : bound.status === "succeeded",
+        event: bound.event,
+        from: instant(bound.from),
+        to: instant(bound.to),
+      },
+      take,
+      after,
+    );
+  // Pages are written from the statement's raw rows (packages/rpc row-pages.ts); the object path stays for the rest.
   return {
     list: `attempts:${subscriptionId}`,
     query: listAttemptsQuery,
     defaultLimit: 100,
     sortKey: (a) => a.at,
-    fetch: (_workspaceId, bound, take, after) =>
-      attempts.list(
-        subscriptionId,
-        {
-          succeeded: bound.status === undefined ? undefined : bound.status === "succeeded",
-          event: bound.event,
-          from: instant(bound.from),
-          to: instant(bound.to),
-        },
-        take,
-        after,
-      ),
+    sortColumn: () => "at",
+    response: ListAttemptsResponseSchema,
+    statement,
+    fetch: statement,
     toMessage: (a) => attemptWire.proto(a),
   };
 }
@@ -240,7 +260,7 @@ export function webhookService(deps: WebhookDeps): ServiceImpl<typeof WebhookSer
         "query",
       );
       const sub = await found(req.workspaceId, id(req.id));
-      return listPage(attemptList(sub.id, deps.attempts), req.workspaceId, query);
+      return rowListPage(attemptList(sub.id, deps.attempts), req.workspaceId, query);
     },
 
     async recoverDeliveries(req, ctx) {

@@ -33,16 +33,14 @@ export function attemptStore(sql: Sql) {
      * are written into the statement (pageLimit), whose generic plan is the
      * one made for its values (store/explain.test.ts); the service's
      * database plans every statement afresh by default (server.ts), so
-     * that plan is kept only by a session that asks for cached plans.
+     * that plan is kept only by a session that asks for cached plans. The statement, run when awaited.
      */
-    async list(
-      subscriptionId: string,
-      f: AttemptFilters,
-      take: number,
-      after: [Date, string] | undefined,
-    ): Promise<AttemptRecord[]> {
+    list(subscriptionId: string, f: AttemptFilters, take: number, after: [Date, string] | undefined) {
+      // status is the API's word for succeeded, for the page written from raw rows (packages/rpc row-pages.ts).
       return sql<AttemptRecord[]>`
-        select id, delivery_id, event, at, succeeded, response_status, duration_ms, response_body, error
+        select id, delivery_id, event, at, succeeded,
+          case when succeeded then 'succeeded' else 'failed' end as status,
+          response_status, duration_ms, response_body, error
         from attempts
         where subscription_id = ${subscriptionId}
           ${f.succeeded === undefined ? sql`` : sql`and succeeded = ${f.succeeded}`}
