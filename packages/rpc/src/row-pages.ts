@@ -183,8 +183,9 @@ function objectOf(b: Buffer): Record<string, unknown> | undefined {
     : undefined;
 }
 
-const putStruct =
-  (tag: number): Put =>
+/** A jsonb object column as a message field: `{}` an empty message, any other object through `write`. */
+const putJsonObject =
+  (tag: number, write: (w: Writer, json: Record<string, unknown>) => void): Put =>
   (w, b) => {
     w.uint32(tag);
     if (isEmptyObject(b)) {
@@ -193,26 +194,22 @@ const putStruct =
     }
     const json = objectOf(b);
     if (!json) return false;
-    const at = w.fork();
-    struct.encode(w, json as Parameters<typeof struct.encode>[1]);
-    w.join(at);
+    write(w, json);
     return true;
   };
 
-/** A jsonb object as a message whose fields are its keys (what `{ $typeName, ...json }` would encode). */
-const putJsonMessage =
-  (tag: number, message: DescMessage): Put =>
-  (w, b) => {
-    w.uint32(tag);
-    if (isEmptyObject(b)) {
-      w.uint32(0);
-      return true;
-    }
-    const json = objectOf(b);
-    if (!json) return false;
-    w.bytes(codecOf(message).encode({ $typeName: message.typeName, ...json } as MessageShape<DescMessage>));
-    return true;
-  };
+const putStruct = (tag: number) =>
+  putJsonObject(tag, (w, json) => {
+    const at = w.fork();
+    struct.encode(w, json as Parameters<typeof struct.encode>[1]);
+    w.join(at);
+  });
+
+/** A message whose fields are the object's keys (what `{ $typeName, ...json }` would encode). */
+const putJsonMessage = (tag: number, message: DescMessage) =>
+  putJsonObject(tag, (w, json) =>
+    w.bytes(codecOf(message).encode({ $typeName: message.typeName, ...json } as MessageShape<DescMessage>)),
+  );
 
 const INTEGER = /^-?\d{1,19}$/;
 
@@ -380,7 +377,7 @@ export interface RawReadable<R> extends PromiseLike<R[]> {
  * the list's object path kept for the pages that need it.
  */
 export interface RowList<S extends z.ZodType<{ cursor?: string | undefined; limit: number }>, F, R, M>
-  extends KeysetList<S, F, R, M> {
+  extends Omit<KeysetList<S, F, R, M>, "fetch"> {
   /** The reply's message type: a repeated message field of the rows, and next_cursor. */
   response: DescMessage;
   /** `take` rows of the workspace after `after`, in the list's order: the statement, not yet run. */
@@ -390,6 +387,8 @@ export interface RowList<S extends z.ZodType<{ cursor?: string | undefined; limi
     take: number,
     after: [Date, string] | undefined,
   ) => RawReadable<unknown>;
+  /** The object path's rows, when they are not the statement's rows as postgres.js reads them. */
+  fetch?: KeysetList<S, F, R, M>["fetch"];
   /** The column (as the rows name it) of the timestamp the list is ordered by. */
   sortColumn: (filters: F) => string;
 }
@@ -447,5 +446,6 @@ export async function rowListPage<
   });
   const bytes = writer.write(rows, columns, nextCursor);
   if (bytes) return encodedMessage(spec.response, bytes) as unknown as ListPage<M>;
-  return listPage(spec, workspaceId, query);
+  const fetch = spec.fetch ?? (async (...args) => (await spec.statement(...args)) as R[]);
+  return listPage({ ...spec, fetch }, workspaceId, query);
 }

@@ -85,7 +85,6 @@ export function contactService(deps: {
     sortColumn: (bound) => (bound.updatedAfter ? "updatedAt" : "createdAt"),
     response: ListContactsResponseSchema,
     statement,
-    fetch: statement,
     toMessage: (r) => contactWire.proto(r),
   });
 

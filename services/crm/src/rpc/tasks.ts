@@ -56,7 +56,6 @@ export function taskService(deps: {
     sortColumn: () => "createdAt",
     response: ListTasksResponseSchema,
     statement: (workspaceId, filters, take, after) => tasks.listQuery(workspaceId, filters, take, after),
-    fetch: (workspaceId, filters, take, after) => tasks.list(workspaceId, filters, take, after),
     toMessage: (t) => taskWire.proto(t),
   });
 

@@ -43,7 +43,6 @@ export function learnerService(deps: {
     sortColumn: () => "createdAt",
     response: ListLearnersResponseSchema,
     statement,
-    fetch: statement,
     toMessage: learnerToProto,
   });
   return {

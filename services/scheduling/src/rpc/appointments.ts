@@ -92,7 +92,6 @@ function meetingReads({ appointments }: BookingDeps) {
     sortColumn: () => "startAt",
     response: ListAppointmentsResponseSchema,
     statement,
-    fetch: statement,
     toMessage: (r) => appointmentWire.proto(r),
   });
   return {

@@ -45,7 +45,6 @@ export function interactionService(deps: {
     sortColumn: () => "createdAt",
     response: ListInteractionsResponseSchema,
     statement,
-    fetch: statement,
     toMessage: interactionToProto,
   });
   return {

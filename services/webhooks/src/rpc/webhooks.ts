@@ -121,7 +121,6 @@ function attemptList(
     sortColumn: () => "at",
     response: ListAttemptsResponseSchema,
     statement,
-    fetch: statement,
     toMessage: (a) => attemptWire.proto(a),
   };
 }
