@@ -435,7 +435,7 @@ export async function rowListPage<
     limit,
     defaultLimit: spec.defaultLimit,
     sortKey: (row) => parseTimestamptz(row[sortAt]!.toString("latin1")),
-    idOf: (row) => row[idAt]!.toString("latin1"),
+    idOf: (row) => row[idAt]!.toString("utf8"),
     fetch: async (take, after) => {
       const raw = (await spec.statement(workspaceId, filters, take, after).raw()) as RawRows;
       columns = raw.columns;

@@ -130,10 +130,11 @@ describe("InteractionService (docs/api/interactions.md §GET /interactions)", ()
 });
 
 describe("interaction pages written from raw rows (packages/rpc row-pages.ts)", () => {
-  it("GET /interactions: each page is the object path's page, written as bytes", async () => {
+  it("GET /interactions: each page is the object path's page, written as bytes, its cursor as the object path's", async () => {
     const w = ws();
     for (let i = 0; i < 5; i++) {
-      const t = touch(w, `c${i % 2}`, new Date(Date.UTC(2026, 0, 2, 0, i)).toISOString());
+      // One instant for all, ids beyond ASCII: the pages' order, and their cursors, rest on the id.
+      const t = touch(w, `c${i % 2}`, "2026-01-02T00:00:00.000Z", `ação ${i} 🙂`);
       await deps.interactions.add({ ...t, durationSec: i, preview: i % 2 ? `"olá", {${i}} \\ 🙂` : null });
     }
     const impl = interactionService(deps);
