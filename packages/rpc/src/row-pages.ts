@@ -230,7 +230,8 @@ const putInt64 =
   (w, b) => {
     const text = b.toString("latin1");
     if (!INTEGER.test(text)) return false;
-    if (implicit && BigInt(text) === 0n) return true;
+    // PostgreSQL writes a zero as "0" (never -0 or 00): no BigInt made per row to tell.
+    if (implicit && text === "0") return true;
     w.uint32(tag);
     w.int64(text);
     return true;
