@@ -1,3 +1,6 @@
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { naming } from "@funil/config";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -22,6 +25,9 @@ const names = naming(ENV);
 const COPIES = { crm: 3, scheduling: 2, timeline: 2, learning: 2, webhooks: 2, gateway: 2 };
 const WRITERS = 3;
 const READERS = 3;
+
+/** The processes' log lines (warn and above): a failed answer is shown with what the processes said of it. */
+const LOG = process.env.SCALE_LOG ?? path.join(tmpdir(), `funil-scale-${process.pid}.log`);
 
 let nats: PrivateServer;
 let redis: PrivateServer;
@@ -53,14 +59,24 @@ beforeAll(async () => {
     port: 0,
     copies: COPIES,
     spareCopies: { crm: 1 },
-    stdio: process.env.SCALE_LOG ?? "ignore",
+    stdio: LOG,
     log: () => {},
   });
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
   await Promise.all([nats?.close(), redis?.close()]);
+  if (!process.env.SCALE_LOG) rmSync(LOG, { force: true });
 });
+
+/** What the processes logged about unavailable dependencies and errors, for a run with failed answers. */
+const loggedTrouble = () =>
+  existsSync(LOG)
+    ? readFileSync(LOG, "utf8")
+        .split("\n")
+        .filter((line) => /unavailable|"level":50/.test(line))
+        .slice(-30)
+    : [];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -190,7 +206,9 @@ describe("scale-out: several copies of every service, rolled and killed under lo
         const res = await api.call(method, path, body, headers).catch(failed(`${method} ${path}`));
         count("write", res ? (expected(res) ? "expected" : String(res.status)) : "failed");
         if (res && res.status >= 300 && !expected(res))
-          failures.push(`${phase} ${method} ${path}: ${res.status} ${res.body?.error?.code}`);
+          failures.push(
+            `${phase} ${method} ${path}: ${res.status} ${res.body?.error?.code} ${res.body?.error?.message}`,
+          );
         // A careful client retries what did not get an answer with the same key or upsert.
         if (res && res.status !== 503) return res;
         await sleep(100);
@@ -285,6 +303,7 @@ describe("scale-out: several copies of every service, rolled and killed under lo
     console.log(
       `scale run: ${JSON.stringify({ writes: n, answers: summary, failures: [...new Set(failures)].slice(0, 20) }, null, 2)}`,
     );
+    if (failures.length > 0) console.log(`what the processes logged:\n${loggedTrouble().join("\n")}`);
     const only = (key: string, allowed: string[]) => {
       const m = answers.get(key) ?? new Map();
       const bad = [...m.keys()].filter((s) => !allowed.includes(s));
