@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import path from "node:path";
+import { join } from "node:path";
 import { naming } from "@funil/config";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -27,7 +27,7 @@ const WRITERS = 3;
 const READERS = 3;
 
 /** The processes' log lines (warn and above): a failed answer is shown with what the processes said of it. */
-const LOG = process.env.SCALE_LOG ?? path.join(tmpdir(), `funil-scale-${process.pid}.log`);
+const LOG = process.env.SCALE_LOG ?? join(tmpdir(), `funil-scale-${process.pid}.log`);
 
 let nats: PrivateServer;
 let redis: PrivateServer;
