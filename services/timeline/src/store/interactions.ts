@@ -86,10 +86,11 @@ function latestAssignments(assignments: Assignment[]) {
  * timeline, rule 2), after the position given. Each filter has an index in that order: the workspace's, a contact's,
  * a user's, one channel's or one actor's; direction filters the rows it walks. The page size is written into the
  * statement (pageLimit) so that PostgreSQL keeps its plan, which walks the same index as the one made for the values
- * (explain.test.ts holds both). Several channels are the exception: no index gives their rows in order, so a rare set
- * is best read by interactions_by_channel and sorted, a common one by walking the workspace's order, and the plan
- * PostgreSQL keeps after five calls, even with the page size a parameter, walks the workspace for every set; that
- * statement is sent unnamed (plannedPerCall), planned for its values at every call.
+ * (explain.test.ts holds both). Several channels over the whole workspace are the exception: no index gives their rows
+ * in order, so a rare set is best read by interactions_by_channel and sorted, a common one by walking the workspace's
+ * order, and the plan PostgreSQL keeps after five calls, even with the page size a parameter, walks the workspace for
+ * every set; that statement is sent unnamed (plannedPerCall), planned for its values at every call. With a contact or
+ * a user, several channels filter the rows of that one's index, which every plan walks: kept like the others.
  */
 export function listQuery(
   sql: Sql,
@@ -110,7 +111,7 @@ export function listQuery(
   if (f.createdBefore) c.push(sql`i.created_at < ${f.createdBefore}`);
   if (after) c.push(sql`(i.created_at, i.id) < (${after[0]}, ${after[1]})`);
   const where = c.reduce((acc, x) => sql`${acc} and ${x}`);
-  const planned = !channels || channels.length === 1;
+  const planned = !channels || channels.length === 1 || f.contactId !== undefined || f.userId !== undefined;
   const query = sql<InteractionRow[]>`
     select ${columns(sql)}
     from interactions i
