@@ -85,11 +85,8 @@ export function taskStore(sql: Sql, emit: EmitTaskEvent) {
 
   return {
     listQuery,
-
-    /** Keyset page in (createdAt, id) order (docs/api/conventions.md §Lists and pagination). */
-    async list(workspaceId: string, f: TaskFilters, limit: number, after?: [Date, string]) {
-      return listQuery(workspaceId, f, limit, after);
-    },
+    /** Keyset page in (createdAt, id) order (docs/api/conventions.md §Lists and pagination): the statement, run when awaited. */
+    list: listQuery,
 
     async create(
       workspaceId: string,
