@@ -47,7 +47,15 @@ async function dropAll() {
 }
 await dropAll();
 
-const stack = await startStack({ env, port: 0, stdio: "ignore" });
+/** BENCH_PROFILE=<dir>: the gateway and crm write CPU profiles there (node --cpu-prof), for bench/profile.mjs. */
+const PROFILE = process.env.BENCH_PROFILE;
+const stack = await startStack({
+  env,
+  port: 0,
+  stdio: "ignore",
+  nodeArgs: (name) =>
+    PROFILE && ["gateway", "crm"].includes(name) ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`] : [],
+});
 const base = stack.gatewayUrl;
 const call = apiClient(base, stack.adminToken);
 let bare;
