@@ -20,6 +20,15 @@ export const protocol = {
   openLoop: process.env.BENCH_OPEN_LOOP !== "0" && !QUICK,
 };
 
+/**
+ * The node flags of a stack's processes for BENCH_PROFILE=<dir>: those `names` run under `node --cpu-prof`,
+ * each writing its profile into <dir>/<name> (bench/profile.mjs reads them); none without the variable.
+ */
+export const cpuProfiled =
+  (names, dir = process.env.BENCH_PROFILE) =>
+  (name) =>
+    dir && names.includes(name) ? ["--cpu-prof", `--cpu-prof-dir=${dir}/${name}`] : [];
+
 async function answer(base, path, key) {
   const res = await fetch(base + path, { headers: { authorization: `Bearer ${key}` } });
   return { status: res.status, body: await res.json() };

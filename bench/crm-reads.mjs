@@ -6,7 +6,7 @@ import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
-import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
+import { checkEqual, compare, compareTable, cpuProfiled, protocol, startBare } from "./compare.mjs";
 import { apiClient, parallel as parallelCalls } from "./fill.mjs";
 import { backendsOf } from "./procstat.mjs";
 
@@ -47,15 +47,7 @@ async function dropAll() {
 }
 await dropAll();
 
-/** BENCH_PROFILE=<dir>: the gateway and crm write CPU profiles there (node --cpu-prof), for bench/profile.mjs. */
-const PROFILE = process.env.BENCH_PROFILE;
-const stack = await startStack({
-  env,
-  port: 0,
-  stdio: "ignore",
-  nodeArgs: (name) =>
-    PROFILE && ["gateway", "crm"].includes(name) ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`] : [],
-});
+const stack = await startStack({ env, port: 0, stdio: "ignore", nodeArgs: cpuProfiled(["gateway", "crm"]) });
 const base = stack.gatewayUrl;
 const call = apiClient(base, stack.adminToken);
 let bare;

@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import postgres from "postgres";
 import { startStack } from "../scripts/stack.mjs";
-import { checkEqual, compare, compareTable, protocol } from "./compare.mjs";
+import { checkEqual, compare, compareTable, cpuProfiled, protocol } from "./compare.mjs";
 
 const FULL = process.env.BENCH_FULL === "1";
 const LEARNERS = Number(process.env.BENCH_LEARNERS ?? (FULL ? 100_000 : 10_000));
@@ -25,8 +25,6 @@ const COURSES = Number(process.env.BENCH_COURSES ?? (FULL ? 2_000 : 500));
 const PROGRESS = Number(process.env.BENCH_PROGRESS ?? (FULL ? 10_000_000 : 500_000));
 const LESSONS_PER_COURSE = 10;
 const ENV = process.env.BENCH_ENV ?? "benchlearn";
-/** BENCH_PROFILE=<dir>: gateway and learning run under node --cpu-prof, writing there (bench/profile.mjs reads it). */
-const PROFILE = process.env.BENCH_PROFILE;
 const SERVER = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const NOW = Date.now();
 const DAY = 86_400_000;
@@ -218,10 +216,7 @@ const stack = await startStack({
   env: { ...process.env, FUNIL_ENV: ENV, LOG_LEVEL: "warn", RATE_LIMIT_MAX: "100000000", CURSOR_KEYS },
   port: 0,
   stdio: "ignore",
-  nodeArgs: (name) =>
-    PROFILE && ["gateway", "learning"].includes(name)
-      ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`]
-      : [],
+  nodeArgs: cpuProfiled(["gateway", "learning"]),
 });
 let bare;
 try {

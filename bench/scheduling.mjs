@@ -27,7 +27,7 @@ import autocannon from "autocannon";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
-import { checkEqual, compare, compareTable, protocol } from "./compare.mjs";
+import { checkEqual, compare, compareTable, cpuProfiled, protocol } from "./compare.mjs";
 import { watch } from "./procstat.mjs";
 
 const { seconds: SECONDS, runs: RUNS } = protocol;
@@ -60,10 +60,7 @@ const stack = await startStack({
   env,
   port: 0,
   stdio: "ignore",
-  nodeArgs: (name) =>
-    process.env.BENCH_PROFILE && ["gateway", "scheduling"].includes(name)
-      ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}/${name}`]
-      : [],
+  nodeArgs: cpuProfiled(["gateway", "scheduling"]),
 });
 const base = stack.gatewayUrl;
 

@@ -9,14 +9,13 @@ import { encodeCursor, useCursorKeys } from "../packages/rpc/dist/cursor.js";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
 import { interactionStore } from "../services/timeline/dist/store/interactions.js";
-import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
+import { checkEqual, compare, compareTable, cpuProfiled, protocol, startBare } from "./compare.mjs";
 import { measure, median } from "./load.mjs";
 import { backendsOf, cpuSeconds, rssMb } from "./procstat.mjs";
 
 const ROWS = Number(process.env.BENCH_INTERACTIONS ?? 500_000);
 const BACKLOG = Number(process.env.BENCH_INGEST ?? 100_000);
 const ONLY = process.env.BENCH_ONLY;
-const PROFILE = process.env.BENCH_PROFILE;
 const CONTACTS = Math.max(1, Math.floor(ROWS / 100));
 const USERS = 50;
 const CHANNELS = ["whatsapp", "instagram", "facebook", "phone", "call", "email", "note"];
@@ -52,10 +51,7 @@ const stack = await startStack({
   env,
   port: 0,
   stdio: "ignore",
-  nodeArgs: (name) =>
-    PROFILE && ["gateway", "timeline"].includes(name)
-      ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`]
-      : [],
+  nodeArgs: cpuProfiled(["gateway", "timeline"]),
 });
 const base = stack.gatewayUrl;
 const db = postgres(dbUrl(`funil_${ENV}_timeline`), { max: 2, onnotice: () => {} });

@@ -8,7 +8,7 @@ import { connect } from "@nats-io/transport-node";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
-import { checkEqual, compare, compareTable, protocol, startBare } from "./compare.mjs";
+import { checkEqual, compare, compareTable, cpuProfiled, protocol, startBare } from "./compare.mjs";
 import { backendsOf, pidsNamed } from "./procstat.mjs";
 
 const ENV = process.env.BENCH_ENV ?? "bench_hookreads";
@@ -84,15 +84,11 @@ receiver.listen(0, "127.0.0.1");
 await once(receiver, "listening");
 const receiverUrl = `http://127.0.0.1:${receiver.address().port}`;
 
-const PROFILE = process.env.BENCH_PROFILE;
 const stack = await startStack({
   env,
   port: 0,
   stdio: process.env.BENCH_LOG ?? "ignore",
-  nodeArgs: (name) =>
-    PROFILE && ["gateway", "webhooks"].includes(name)
-      ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE}/${name}`]
-      : [],
+  nodeArgs: cpuProfiled(["gateway", "webhooks"]),
 });
 const base = stack.gatewayUrl;
 log("stack up");
