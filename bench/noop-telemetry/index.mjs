@@ -20,3 +20,8 @@ export const extractContext = () => {
 export const traceHeaders = () => undefined;
 export const sampled = () => false;
 export const activeTraceparent = () => undefined;
+export const unsampledByParent = () => false;
+export const outgoingTraceHeaders = () => undefined;
+/** As in @funil/telemetry: a value of the traceparent header's form, else undefined. */
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+export const traceparentOf = (value) => (value && TRACEPARENT.test(value) ? value : undefined);
