@@ -241,6 +241,39 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     expect(traces.size).toBe(ids.length);
   });
 
+  it("what the gateway does after an await stays under the request: the admin API's read of the workspace, the call to crm after it, and the gateway's own statements and events", async () => {
+    const admin = (path: string, body: unknown) =>
+      request("POST", `${stack.gatewayUrl}/admin/v1${path}`, body, {
+        authorization: `Bearer ${stack.adminToken}`,
+      });
+    const field = await admin(`/workspaces/${workspaceId}/custom-fields`, {
+      entity: "contact",
+      fieldKey: `traced_${Date.now()}`,
+      label: "Traced",
+      type: "text",
+    });
+    expect(field.status).toBe(201);
+    const gateway = await gatewaySpan(field.headers.get("x-request-id")!);
+    // The workspace is read first, by the gateway itself: that statement is a span of the request…
+    const read = await waitFor(async () =>
+      receiver.spans.find(
+        (s) => s.parentSpanId === gateway.spanId && s.service === "gateway" && /^select\b/i.test(s.name),
+      ),
+    );
+    expect(read).toMatchObject({ kind: CLIENT_KIND, attributes: { "db.system.name": "postgresql" } });
+    // …and the call to crm, made after that await, is the request's too.
+    const crm = await serverSpan(gateway.traceId, "crm", "funil.crm.v1.CustomFieldService/CreateCustomField");
+    expect(callerOf(crm)?.spanId).toBe(gateway.spanId);
+
+    // The gateway's own change: its insert under the request, its event's publish under the request too.
+    const ws = await admin("/workspaces", { name: "Traced workspace" });
+    expect(ws.status).toBe(201);
+    const created = await gatewaySpan(ws.headers.get("x-request-id")!);
+    await childOf(created, "gateway", "insert into workspaces");
+    const publish = await childOf(created, "gateway", "outbox publish");
+    expect(publish.kind).toBe(PRODUCER_KIND);
+  });
+
   it("a write's event carries the write's trace context: the outbox row's traceparent is its NATS header", async () => {
     const since = new Date(Date.now() - 1000).toISOString();
     const res = await request(
@@ -453,6 +486,29 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     );
     expect(refused).toMatchObject({ trace_id: traceId, span_id: consumed.spanId });
   });
+
+  it("a consumer's statements are spans of the message it handles: timeline's ledger of a new deal, under its consumer span in the write's trace", async () => {
+    const res = await request(
+      "POST",
+      `${stack.gatewayUrl}/api/v1/opportunities`,
+      { title: "Ledgered deal", contactId, pipelineId },
+      auth,
+    );
+    expect(res.status).toBe(201);
+    const gateway = await gatewaySpan(res.headers.get("x-request-id")!);
+    const consumed = await waitFor(async () =>
+      receiver.spans.find(
+        (s) =>
+          s.traceId === gateway.traceId && s.service === "timeline" && s.name === "process timeline-events",
+      ),
+    );
+    expect(consumed.kind).toBe(CONSUMER_KIND);
+    const statement = await waitFor(async () =>
+      receiver.spans.find((s) => s.parentSpanId === consumed.spanId && s.service === "timeline"),
+    );
+    expect(statement).toMatchObject({ kind: CLIENT_KIND, attributes: { "db.system.name": "postgresql" } });
+  });
+
   it("a batch consumer (timeline's ingest) gives each message a span in the trace its header carries", async () => {
     const traceId = "6e0c63257de34c926f9efcd03899ac50";
     const parent = "53995c3f42cd8ad8";
