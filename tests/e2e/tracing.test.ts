@@ -39,6 +39,11 @@ let contactId = "";
 let pipelineId = "";
 let call: (path: string, headers?: Record<string, string>) => ReturnType<typeof request>;
 let auth: Record<string, string> = {};
+/** A call to the stack's admin API. */
+const admin = (method: string, path: string, body?: unknown) =>
+  request(method, `${stack.gatewayUrl}/admin/v1${path}`, body, {
+    authorization: `Bearer ${stack.adminToken}`,
+  });
 
 beforeAll(async () => {
   await dropDatabases(ENV, SERVER);
@@ -57,10 +62,6 @@ beforeAll(async () => {
     OTEL_BSP_SCHEDULE_DELAY: "100",
   });
   stack = await startStack({ env, port: 0, stdio: LOG_FILE, log: () => {} });
-  const admin = (method: string, path: string, body?: unknown) =>
-    request(method, `${stack.gatewayUrl}/admin/v1${path}`, body, {
-      authorization: `Bearer ${stack.adminToken}`,
-    });
   const ws = await admin("POST", "/workspaces", { name: "Tracing" });
   const key = await admin("POST", `/workspaces/${ws.body.id}/keys`, {
     name: "tracing",
@@ -242,11 +243,7 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
   });
 
   it("what the gateway does after an await stays under the request: the admin API's read of the workspace, the call to crm after it, and the gateway's own statements and events", async () => {
-    const admin = (path: string, body: unknown) =>
-      request("POST", `${stack.gatewayUrl}/admin/v1${path}`, body, {
-        authorization: `Bearer ${stack.adminToken}`,
-      });
-    const field = await admin(`/workspaces/${workspaceId}/custom-fields`, {
+    const field = await admin("POST", `/workspaces/${workspaceId}/custom-fields`, {
       entity: "contact",
       fieldKey: `traced_${Date.now()}`,
       label: "Traced",
@@ -266,7 +263,7 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
     expect(callerOf(crm)?.spanId).toBe(gateway.spanId);
 
     // The gateway's own change: its insert under the request, its event's publish under the request too.
-    const ws = await admin("/workspaces", { name: "Traced workspace" });
+    const ws = await admin("POST", "/workspaces", { name: "Traced workspace" });
     expect(ws.status).toBe(201);
     const created = await gatewaySpan(ws.headers.get("x-request-id")!);
     await childOf(created, "gateway", "insert into workspaces");
@@ -534,16 +531,13 @@ describe("tracing (OpenTelemetry, W3C trace context, OTLP/HTTP)", () => {
 
 describe("Redis spans of a booking (scheduling's booking guard through @funil/db/redis)", () => {
   it("POST /appointments: each Redis command of the hold is a CLIENT span under scheduling's CreateAppointment", async () => {
-    const admin = (path: string, body: unknown) =>
-      request("POST", `${stack.gatewayUrl}/admin/v1/workspaces/${workspaceId}${path}`, body, {
-        authorization: `Bearer ${stack.adminToken}`,
-      });
-    const member = await admin("/members", {
+    const define = (path: string, body: unknown) => admin("POST", `/workspaces/${workspaceId}${path}`, body);
+    const member = await define("/members", {
       name: "Booked",
       email: "booked@tracing.test",
       role: "atendente",
     });
-    const calendar = await admin("/calendars", {
+    const calendar = await define("/calendars", {
       key: "traced",
       name: "Traced",
       durationMin: 30,
@@ -553,7 +547,7 @@ describe("Redis spans of a booking (scheduling's booking guard through @funil/db
       assigneeUserIds: [member.body.id],
     });
     expect(calendar.status, JSON.stringify(calendar.body)).toBe(201);
-    const key = await admin("/keys", { name: "booking", scopes: ["calendars.write"] });
+    const key = await define("/keys", { name: "booking", scopes: ["calendars.write"] });
     const day = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10);
     const res = await request(
       "POST",
