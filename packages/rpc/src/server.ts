@@ -6,6 +6,7 @@ import { DomainError } from "@funil/errors";
 import { tracingOn } from "@funil/telemetry";
 import type { Logger } from "pino";
 import { causeOf, isUnavailable, MAX_MESSAGE_BYTES, toConnectError } from "./errors.js";
+import { flowSettings, widenSessionWindow } from "./flow.js";
 import { grpcHealthService, HealthService, type HealthSources, healthService } from "./health.js";
 import { measureCalls } from "./metrics.js";
 import { traceHandlers } from "./tracing.js";
@@ -78,7 +79,7 @@ export async function startRpcServer(opts: {
     readMaxBytes: maxBytes,
     writeMaxBytes: maxBytes,
   });
-  const server = http2.createServer((req, res) => {
+  const server = http2.createServer({ settings: flowSettings }, (req, res) => {
     if (!fast.handle(req, res)) adapter(req, res);
   });
   const sessions = agedSessions(server, opts.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS, fast.drainChannels);
@@ -136,6 +137,7 @@ function agedSessions(
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);
+    widenSessionWindow(s);
     const aged = setTimeout(
       () => {
         s.close();

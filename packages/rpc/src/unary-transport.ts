@@ -41,6 +41,7 @@ import {
 } from "./channel.js";
 import { codecOf } from "./codec.js";
 import { tooLarge } from "./errors.js";
+import { flowSettings, widenSessionWindow } from "./flow.js";
 import { headerObject, PLAIN_HEADERS, toHeaders } from "./headers.js";
 
 /**
@@ -878,7 +879,8 @@ function sessionPool(
   return {
     get(): http2.ClientHttp2Session {
       if (current && !current.closed && !current.destroyed) return current;
-      const s = http2.connect(origin);
+      const s = http2.connect(origin, { settings: flowSettings });
+      s.once("connect", () => widenSessionWindow(s));
       const drop = () => {
         if (current === s) current = undefined;
       };
