@@ -3,10 +3,10 @@ import type * as http2 from "node:http2";
 /**
  * HTTP/2 flow control of every RPC session, at both ends: how much a peer may send on a stream, and on
  * the whole session, before the reader says it has read it. At HTTP/2's default of 64 KiB a list page
- * of 55 KB (GET /events' 100 events) stops halfway and waits for the reader's WINDOW_UPDATE, a write
- * and a wake-up more on each side for every page: the same answers over windows of 1 MiB cost the
- * sender 70-80 µs instead of 165-190 and the reader 175-210 instead of 250-345 (bench/RESULTS-webhooks-
- * reads.md). The reader drains every stream as its data comes, so the window bounds nothing it keeps.
+ * of 55 KB (GET /events' 100 events), a few in flight on the batch channel, stops at the window and waits
+ * for the reader's WINDOW_UPDATE on every answer: a write and a wake-up more at each end, and the page's
+ * rest held meanwhile (bench/flow-window.mjs measures it; bench/RESULTS-webhooks-reads.md). The reader
+ * drains every stream as its data comes, so the window bounds nothing it keeps.
  */
 const STREAM_WINDOW_BYTES = 1024 * 1024;
 /** The session's window: the batch channel and the plain calls of a session share it. */
