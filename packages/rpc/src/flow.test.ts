@@ -2,7 +2,7 @@ import { once } from "node:events";
 import * as http2 from "node:http2";
 import { ContactService } from "@funil/contracts";
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { rpcClient } from "./client.js";
 import { startRpcServer } from "./server.js";
 
@@ -25,8 +25,7 @@ describe("HTTP/2 flow control of RPC sessions (flow.ts)", () => {
     try {
       await once(session, "remoteSettings");
       // The session's window is widened by a WINDOW_UPDATE right after the SETTINGS.
-      await new Promise((r) => setTimeout(r, 50));
-      expect(windowsOf(session)).toEqual({ stream: MiB, session: 8 * MiB });
+      await vi.waitFor(() => expect(windowsOf(session)).toEqual({ stream: MiB, session: 8 * MiB }));
     } finally {
       session.close();
       await server.close();
@@ -35,9 +34,9 @@ describe("HTTP/2 flow control of RPC sessions (flow.ts)", () => {
 
   it("a client lets the service answer 1 MiB a stream and 8 MiB a session before it must wait", async () => {
     const server = http2.createServer();
-    const seen = new Promise<ReturnType<typeof windowsOf>>((resolve) =>
+    const seen = new Promise<http2.Http2Session>((resolve) =>
       server.on("stream", (stream) => {
-        resolve(windowsOf(stream.session!));
+        resolve(stream.session!);
         stream.respond({ ":status": 503 });
         stream.end();
       }),
@@ -48,7 +47,9 @@ describe("HTTP/2 flow control of RPC sessions (flow.ts)", () => {
     try {
       const client = rpcClient(ContactService, `http://127.0.0.1:${port}`, 2000);
       await client.getContact({ workspaceId: "w", id: "c" }).catch(() => undefined);
-      expect(await seen).toEqual({ stream: MiB, session: 8 * MiB });
+      const session = await seen;
+      // The client widens its session's window once connected: its WINDOW_UPDATE may follow the call.
+      await vi.waitFor(() => expect(windowsOf(session)).toEqual({ stream: MiB, session: 8 * MiB }));
     } finally {
       server.close();
     }
