@@ -1,5 +1,5 @@
 // HTTP/2 flow-control windows on the batch channel's shape (packages/rpc/src/flow.ts): one long-lived
-// stream per session carrying length-prefixed requests and answers, calls in flight answered in any order.
+// stream per session carrying requests and answers in the channel's envelopes (channel.ts), calls in flight answered in any order.
 // A server process answers each small request with a page of PAGE bytes; this process calls it with
 // IN_FLIGHT calls at once, in rounds alternating HTTP/2's default windows (64 KiB) and flow.ts' (1 MiB a
 // stream, 8 MiB a session), and prints calls/s and the CPU µs per call of each end (/proc and cpuUsage).
@@ -8,58 +8,27 @@
 import { fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import http2 from "node:http2";
+import { EnvelopeReader, envelope } from "../packages/rpc/dist/channel.js";
+import { flowSettings, widenSessionWindow } from "../packages/rpc/dist/flow.js";
 
 const PAGE = Number(process.env.PAGE ?? 55_000);
 const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 8);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const SECONDS = Number(process.env.SECONDS ?? 4);
-const WIDE = { stream: 1024 * 1024, session: 8 * 1024 * 1024 };
 
-const frame = (body) => {
-  const out = Buffer.allocUnsafe(5 + body.length);
-  out[0] = 0;
-  out.writeUInt32BE(body.length, 1);
-  body.copy(out, 5);
-  return out;
-};
-
-/** Cuts [flags][u32 length][body] envelopes out of a stream's chunks; calls `each` per envelope. */
-function envelopes(each) {
-  let chunks = [];
-  let have = 0;
-  let need = 0;
-  return (chunk) => {
-    chunks.push(chunk);
-    have += chunk.length;
-    for (;;) {
-      if (need === 0) {
-        if (have < 5) return;
-        chunks = [Buffer.concat(chunks, have)];
-        need = 5 + chunks[0].readUInt32BE(1);
-      }
-      if (have < need) return;
-      const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, have);
-      const rest = all.subarray(need);
-      each(all.subarray(5, need));
-      chunks = rest.length > 0 ? [rest] : [];
-      have = rest.length;
-      need = 0;
-    }
-  };
-}
-
-const settingsOf = (wide) => (wide ? { initialWindowSize: WIDE.stream } : {});
+/** flow.ts' windows, or HTTP/2's defaults. */
+const settingsOf = (wide) => (wide ? flowSettings : {});
 
 function serve(wide) {
   const page = Buffer.alloc(PAGE, 97);
   const server = http2.createServer({ settings: settingsOf(wide) });
-  server.on("session", (s) => wide && s.setLocalWindowSize(WIDE.session));
+  server.on("session", (s) => wide && widenSessionWindow(s));
   server.on("stream", (stream) => {
     stream.respond({ ":status": 200 });
-    stream.on(
-      "data",
-      envelopes(() => setImmediate(() => stream.write(frame(page)))),
-    );
+    const reader = new EnvelopeReader(Number.POSITIVE_INFINITY);
+    stream.on("data", (chunk) => {
+      for (const _ of reader.push(chunk)) setImmediate(() => stream.write(envelope(0, page)));
+    });
   });
   server.listen(0, "127.0.0.1", () => process.send(server.address().port));
 }
@@ -73,14 +42,14 @@ async function round(wide) {
   const child = fork(new URL(import.meta.url).pathname, ["serve", wide ? "wide" : "default"]);
   const [port] = await new Promise((resolve) => child.once("message", (m) => resolve([m])));
   const session = http2.connect(`http://127.0.0.1:${port}`, { settings: settingsOf(wide) });
-  if (wide) session.once("connect", () => session.setLocalWindowSize(WIDE.session));
+  if (wide) session.once("connect", () => widenSessionWindow(session));
   const stream = session.request({ ":method": "POST", ":path": "/" });
   const waiting = [];
-  stream.on(
-    "data",
-    envelopes(() => waiting.shift()()),
-  );
-  const request = frame(Buffer.alloc(4));
+  const reader = new EnvelopeReader(Number.POSITIVE_INFINITY);
+  stream.on("data", (chunk) => {
+    for (const _ of reader.push(chunk)) waiting.shift()();
+  });
+  const request = envelope(0, Buffer.alloc(4));
   const call = () => new Promise((resolve) => waiting.push(resolve) && stream.write(request));
   const run = async (ms) => {
     let done = 0;

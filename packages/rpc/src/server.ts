@@ -82,6 +82,7 @@ export async function startRpcServer(opts: {
   const server = http2.createServer({ settings: flowSettings }, (req, res) => {
     if (!fast.handle(req, res)) adapter(req, res);
   });
+  server.on("session", widenSessionWindow);
   const sessions = agedSessions(server, opts.maxConnectionAgeMs ?? MAX_CONNECTION_AGE_MS, fast.drainChannels);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -137,7 +138,6 @@ function agedSessions(
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (s: http2.ServerHttp2Session) => {
     sessions.add(s);
-    widenSessionWindow(s);
     const aged = setTimeout(
       () => {
         s.close();
