@@ -1,7 +1,7 @@
 // What tracing costs (`npm run bench:tracing`, docs/operations.md §What it costs): the main reads and the contact upsert through the
 // gateway in a build without tracing (@funil/telemetry replaced by a no-op, bench/noop-telemetry), with
 // tracing off (no OTLP endpoint: the SDK is not even loaded), and on with parent-based sampling at 0 %
-// (the context propagated, nothing recorded) and 10 %, sending to an OTLP/HTTP receiver in this process
+// (the context propagated, nothing recorded) and 10 %, sending to an OTLP/HTTP receiver in its own process
 // that answers every export and keeps nothing (a local collector at its cheapest). One stack per mode on
 // the same filled databases, the modes in alternating order round after round; medians of req/s, p99 and
 // CPU per request of each process on the path, and the ratios to the build without tracing (the
@@ -26,10 +26,12 @@
 //   BENCH_MODES='off|on, 10 % sampled'  only the modes so named (as in the table), separated by |
 //   BENCH_LOG=<file>                the stacks' log lines go there
 //   BENCH_ENV=bench_tracing         the FUNIL_ENV of its databases and streams
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { appendFileSync } from "node:fs";
-import * as http from "node:http";
 import os from "node:os";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
@@ -59,25 +61,45 @@ const started = Date.now();
 const progress = (msg) =>
   process.stderr.write(`[bench:tracing ${Math.round((Date.now() - started) / 1000)} s] ${msg}\n`);
 
-/** An OTLP/HTTP endpoint that reads each export whole and answers 200, counting what it was sent. */
+/**
+ * An OTLP/HTTP endpoint that reads each export whole and answers 200, counting what it was sent: a process
+ * of its own, as a local collector is, so that receiving the exports does not share the load generator's
+ * event loop. Its counts are read when it closes.
+ */
 async function startSink() {
-  const seen = { exports: 0, bytes: 0 };
-  const server = http.createServer((req, res) => {
-    req.on("data", (c) => {
-      seen.bytes += c.length;
-    });
-    req.on("end", () => {
-      seen.exports++;
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
+  const child = spawn(process.execPath, ["--input-type=module", "-e", SINK], {
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const [port] = await once(createInterface({ input: child.stdout }), "line");
+  const seen = { exports: 0, bytes: 0 };
+  child.on("message", (m) => Object.assign(seen, m));
   return {
-    url: `http://127.0.0.1:${server.address().port}`,
+    url: `http://127.0.0.1:${port}`,
     seen,
-    close: () => new Promise((resolve) => server.close(resolve)),
+    close: async () => {
+      const exited = once(child, "exit");
+      child.send("close");
+      await exited;
+    },
   };
 }
+const SINK = `
+import * as http from "node:http";
+const seen = { exports: 0, bytes: 0 };
+const server = http.createServer((req, res) => {
+  req.on("data", (c) => { seen.bytes += c.length; });
+  req.on("end", () => {
+    seen.exports++;
+    res.writeHead(200, { "content-type": "application/json" }).end("{}");
+  });
+});
+server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+process.on("message", () => {
+  process.send(seen, () => process.exit(0));
+});
+// The bench gone without closing it (an error, a signal): nothing left behind.
+process.on("disconnect", () => process.exit(0));
+`;
 
 const base = { ...process.env, FUNIL_ENV: opts.funilEnv, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" };
 base.RATE_LIMIT_MAX = "1000000000";
