@@ -35,8 +35,9 @@ async function answer(base, path, key) {
 }
 
 /**
- * Starts a bench's bare route (`file`, next to this one) as its own process with `env` added, so /proc shows
- * its CPU; resolves to { pid, url, stop } once it prints the port it listens on. stop() waits for its exit.
+ * Starts a bench's bare route, or another server of a bench (`file`, next to this one), as its own process
+ * with `env` added, so /proc shows its CPU; resolves to { pid, url, stop } once it prints the port it listens
+ * on. stop() waits for its exit.
  */
 export async function startBare(file, env) {
   const child = spawn(process.execPath, [new URL(file, import.meta.url).pathname], {

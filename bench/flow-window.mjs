@@ -1,5 +1,6 @@
 // HTTP/2 flow-control windows on the batch channel's shape (packages/rpc/src/flow.ts): one long-lived
-// stream per session carrying requests and answers in the channel's envelopes (channel.ts), calls in flight answered in any order.
+// stream per session carrying requests and answers in the channel's envelopes (channel.ts), calls in
+// flight answered in any order.
 // A server process answers each small request with a page of PAGE bytes; this process calls it with
 // IN_FLIGHT calls at once, in rounds alternating HTTP/2's default windows (64 KiB) and flow.ts' (1 MiB a
 // stream, 8 MiB a session), and prints calls/s and the CPU µs per call of each end (/proc and cpuUsage).

@@ -26,16 +26,14 @@
 //   BENCH_MODES='off|on, 10 % sampled'  only the modes so named (as in the table), separated by |
 //   BENCH_LOG=<file>                the stacks' log lines go there
 //   BENCH_ENV=bench_tracing         the FUNIL_ENV of its databases and streams
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { appendFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
 import { startStack } from "../scripts/stack.mjs";
+import { startBare } from "./compare.mjs";
 import { apiClient, fill } from "./fill.mjs";
 import { measure, median } from "./load.mjs";
 import { byPackage, profilesIn, topSelfTime } from "./profile.mjs";
@@ -61,45 +59,19 @@ const started = Date.now();
 const progress = (msg) =>
   process.stderr.write(`[bench:tracing ${Math.round((Date.now() - started) / 1000)} s] ${msg}\n`);
 
-/**
- * An OTLP/HTTP endpoint that reads each export whole and answers 200, counting what it was sent: a process
- * of its own, as a local collector is, so that receiving the exports does not share the load generator's
- * event loop. Its counts are read when it closes.
- */
+/** The OTLP/HTTP receiver (otlp-sink.mjs); its counts are read when it closes. */
 async function startSink() {
-  const child = spawn(process.execPath, ["--input-type=module", "-e", SINK], {
-    stdio: ["ignore", "pipe", "inherit", "ipc"],
-  });
-  const [port] = await once(createInterface({ input: child.stdout }), "line");
+  const sink = await startBare("./otlp-sink.mjs", {});
   const seen = { exports: 0, bytes: 0 };
-  child.on("message", (m) => Object.assign(seen, m));
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: sink.url,
     seen,
     close: async () => {
-      const exited = once(child, "exit");
-      child.send("close");
-      await exited;
+      Object.assign(seen, await (await fetch(`${sink.url}/stats`)).json());
+      await sink.stop();
     },
   };
 }
-const SINK = `
-import * as http from "node:http";
-const seen = { exports: 0, bytes: 0 };
-const server = http.createServer((req, res) => {
-  req.on("data", (c) => { seen.bytes += c.length; });
-  req.on("end", () => {
-    seen.exports++;
-    res.writeHead(200, { "content-type": "application/json" }).end("{}");
-  });
-});
-server.listen(0, "127.0.0.1", () => console.log(server.address().port));
-process.on("message", () => {
-  process.send(seen, () => process.exit(0));
-});
-// The bench gone without closing it (an error, a signal): nothing left behind.
-process.on("disconnect", () => process.exit(0));
-`;
 
 const base = { ...process.env, FUNIL_ENV: opts.funilEnv, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" };
 base.RATE_LIMIT_MAX = "1000000000";
