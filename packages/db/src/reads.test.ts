@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Sql } from "./client.js";
-import { coalescedReads, keyRows } from "./reads.js";
+import { coalescedByKey, coalescedReads, keyRows } from "./reads.js";
 
 // One connection, so that pg_prepared_statements (a view of the session) sees every statement run.
 let sql: Sql;
@@ -70,5 +70,49 @@ describe("coalescedReads", () => {
     const rows = await sql<{ w: string; i: string }[]>`select * from ${keyRows(sql, keys)} as k(w, i)`;
     expect(rows.map((r) => r.i)).toEqual(["th_0", "th_2", "th_4", "th_6", "th_8", "th_8", "th_8", "th_8"]);
     expect((await sql`select * from ${keyRows(sql, keys.slice(0, 1))} as k(w, i)`).length).toBe(1);
+  });
+});
+
+describe("coalescedByKey", () => {
+  /** A workspace's notes in id order, counting the statements run. */
+  const lister = () => {
+    const runs: string[] = [];
+    const list = coalescedByKey(async (workspaceId: string) => {
+      runs.push(workspaceId);
+      if (workspaceId === "ws_broken") throw new Error("no such table");
+      const rows = await sql<{ note: string }[]>`
+        select note, pg_sleep(0.05) from read_things where workspace_id = ${workspaceId} order by id`;
+      return rows.map((r) => r.note);
+    });
+    return { list, runs };
+  };
+
+  it("the lists of one key asked together run one statement and get the same answer; other keys their own, a failure only its own", async () => {
+    const { list, runs } = lister();
+    const got = await Promise.allSettled([
+      list("ws_0"),
+      list("ws_1"),
+      list("ws_0"),
+      list("ws_broken"),
+      list("ws_0"),
+    ]);
+    expect(runs.sort()).toEqual(["ws_0", "ws_1", "ws_broken"]);
+    const values = got.map((r) => (r.status === "fulfilled" ? r.value.length : r.reason.message));
+    expect(values).toEqual([20, 20, 20, "no such table", 20]);
+  });
+
+  it("a list asked after another's statement started does not share it: it sees what was written in between", async () => {
+    const { list, runs } = lister();
+    const first = list("ws_0");
+    await new Promise((resolve) => setTimeout(resolve, 10)); // the first statement is on its way
+    await sql`insert into read_things values ('ws_0', 'th_zz', 'late')`;
+    const second = list("ws_0");
+    try {
+      expect((await second).at(-1)).toBe("late");
+      expect((await first).at(-1)).not.toBe("late");
+      expect(runs).toEqual(["ws_0", "ws_0"]);
+    } finally {
+      await sql`delete from read_things where id = 'th_zz'`;
+    }
   });
 });

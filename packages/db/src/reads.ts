@@ -56,3 +56,35 @@ export function keyRows(sql: Sql, keys: readonly Keyed[]): postgres.Fragment {
 }
 
 const keyOf = (k: Keyed) => `${k.workspaceId}\u0000${k.id}`;
+
+/**
+ * A read whose answer depends only on its key (a workspace's whole list of pipelines, of members…),
+ * coalesced: the reads of one key started in the same turn of the event loop (the calls of one RPC batch)
+ * share one run of `read`, which starts after all of them arrived, so each sees every write committed
+ * before it was asked, as a read of its own would. Nothing is kept past that turn, and reads of other
+ * keys run side by side, each once. The answer is shared: its callers must not change it. `keyOf` names
+ * a key (by default the key itself, a string).
+ */
+export function coalescedByKey<K, T>(
+  read: (key: K) => PromiseLike<T>,
+  keyOf: (key: K) => string = String,
+): (key: K) => Promise<T> {
+  const loader = new DataLoader<K, T, string>(
+    async (keys) => {
+      const runs = new Map<string, Promise<T | Error>>();
+      for (const key of keys) {
+        const name = keyOf(key);
+        if (!runs.has(name))
+          runs.set(
+            name,
+            Promise.resolve(read(key)).catch((err: unknown) =>
+              err instanceof Error ? err : new Error(String(err)),
+            ),
+          );
+      }
+      return Promise.all(keys.map((key) => runs.get(keyOf(key))!));
+    },
+    { cache: false, cacheKeyFn: keyOf, maxBatchSize: 256 },
+  );
+  return (key) => loader.load(key);
+}

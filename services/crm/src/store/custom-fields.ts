@@ -1,4 +1,12 @@
-import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
+import {
+  coalescedByKey,
+  type EmitChange,
+  isUniqueViolation,
+  keptRecords,
+  newId,
+  type Origin,
+  type Sql,
+} from "@funil/db";
 import { fail } from "@funil/errors";
 import type { FieldType } from "../custom-fields.js";
 
@@ -24,6 +32,13 @@ export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
     (workspaceId, ids) => sql<CustomFieldRecord[]>`
       select id, entity, field_key, label, type, options, created_at from custom_field_defs
       where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
+  );
+  const idsOf = coalescedByKey(
+    ({ workspaceId, entity }: { workspaceId: string; entity?: string | undefined }) => sql<{ id: string }[]>`
+      select id from custom_field_defs
+      where workspace_id = ${workspaceId} ${entity ? sql`and entity = ${entity}` : sql``}
+      order by entity, created_at, id`,
+    ({ workspaceId, entity }) => `${workspaceId} ${entity ?? ""}`,
   );
   return {
     async create(
@@ -59,14 +74,11 @@ export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
     },
     /**
      * The workspace's definitions (of one entity when given), by entity, then in creation order. Only their
-     * ids are read each time (the definitions already in memory are the rows); the others in one statement.
+     * ids are read each time (the definitions already in memory are the rows), once for the same list asked
+     * in the same turn; the others in one statement.
      */
     async list(workspaceId: string, entity?: string): Promise<CustomFieldRecord[]> {
-      const ids = await sql<{ id: string }[]>`
-        select id from custom_field_defs
-        where workspace_id = ${workspaceId} ${entity ? sql`and entity = ${entity}` : sql``}
-        order by entity, created_at, id`;
-      return kept.inOrder(workspaceId, ids);
+      return kept.inOrder(workspaceId, await idsOf({ workspaceId, entity }));
     },
   };
 }

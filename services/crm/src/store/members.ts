@@ -1,4 +1,12 @@
-import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
+import {
+  coalescedByKey,
+  type EmitChange,
+  isUniqueViolation,
+  keptRecords,
+  newId,
+  type Origin,
+  type Sql,
+} from "@funil/db";
 import { fail } from "@funil/errors";
 
 export interface MemberRecord {
@@ -26,6 +34,10 @@ export function memberStore(sql: Sql, emit: EmitMemberEvent) {
   const kept = keptRecords<MemberRecord>(
     (workspaceId, ids) => sql<MemberRecord[]>`
       select ${sql.unsafe(COLUMNS)} from members where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
+  );
+  const refsOf = coalescedByKey(
+    (workspaceId: string) => sql<{ id: string; version: number }[]>`
+      select id, version from members where workspace_id = ${workspaceId} order by created_at, id`,
   );
   return {
     async create(
@@ -72,11 +84,12 @@ export function memberStore(sql: Sql, emit: EmitMemberEvent) {
         return row;
       });
     },
-    /** Deactivated members stay in the list, so old assignees still resolve. */
+    /**
+     * Deactivated members stay in the list, so old assignees still resolve. Their ids and versions are read
+     * once for the lists of the workspace asked in the same turn.
+     */
     async list(workspaceId: string): Promise<MemberRecord[]> {
-      const refs = await sql<{ id: string; version: number }[]>`
-        select id, version from members where workspace_id = ${workspaceId} order by created_at, id`;
-      return kept.inOrder(workspaceId, refs);
+      return kept.inOrder(workspaceId, await refsOf(workspaceId));
     },
     async exists(workspaceId: string, id: string) {
       const [row] = await sql`select 1 from members where workspace_id = ${workspaceId} and id = ${id}`;

@@ -1,4 +1,12 @@
-import { type EmitChange, keptRecords, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
+import {
+  coalescedByKey,
+  type EmitChange,
+  keptRecords,
+  newId,
+  type Origin,
+  type Sql,
+  type TransactionSql,
+} from "@funil/db";
 
 export interface StageRecord {
   id: string;
@@ -30,6 +38,11 @@ export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
       from pipelines p left join stages s on s.pipeline_id = p.id
       where p.workspace_id = ${workspaceId} and p.id = any(${ids as string[]})
       group by p.id`,
+  );
+  /** The workspace's pipeline ids in creation order; the lists of one turn share the statement. */
+  const idsOf = coalescedByKey(
+    (workspaceId: string) => sql<{ id: string }[]>`
+      select id from pipelines where workspace_id = ${workspaceId} order by created_at, id`,
   );
   return {
     /** Stages keep the order given: position 0, 1, 2… */
@@ -65,12 +78,11 @@ export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
 
     /**
      * Pipelines in creation order, each with its stages in order. Only their ids are read each time (the
-     * pipelines already in memory are the rows); the others are read in one statement.
+     * pipelines already in memory are the rows), once for the lists of the workspace asked in the same
+     * turn; the others are read in one statement.
      */
     async list(workspaceId: string): Promise<PipelineRecord[]> {
-      const ids = await sql<{ id: string }[]>`
-        select id from pipelines where workspace_id = ${workspaceId} order by created_at, id`;
-      return kept.inOrder(workspaceId, ids);
+      return kept.inOrder(workspaceId, await idsOf(workspaceId));
     },
 
     /**

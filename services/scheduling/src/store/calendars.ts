@@ -1,4 +1,12 @@
-import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
+import {
+  coalescedByKey,
+  type EmitChange,
+  isUniqueViolation,
+  keptRecords,
+  newId,
+  type Origin,
+  type Sql,
+} from "@funil/db";
 import { fail } from "@funil/errors";
 import type { Window } from "../slots.js";
 
@@ -26,6 +34,10 @@ export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
   const kept = keptRecords<CalendarRecord>(
     (workspaceId, ids) => sql<CalendarRecord[]>`
       select * from calendars where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
+  );
+  const idsOf = coalescedByKey(
+    (workspaceId: string) => sql<{ id: string }[]>`
+      select id from calendars where workspace_id = ${workspaceId} order by created_at, id`,
   );
   return {
     async create(workspaceId: string, input: CalendarInput, now: Date, by: Origin): Promise<CalendarRecord> {
@@ -59,12 +71,11 @@ export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
 
     /**
      * A workspace's calendars in order of creation. Only their ids are read each time (a calendar never
-     * changes, so the rows already in memory are the rows); the others are read in one statement.
+     * changes, so the rows already in memory are the rows), once for the lists of the workspace asked in
+     * the same turn; the others are read in one statement.
      */
     async list(workspaceId: string): Promise<CalendarRecord[]> {
-      const ids = await sql<{ id: string }[]>`
-        select id from calendars where workspace_id = ${workspaceId} order by created_at, id`;
-      return kept.inOrder(workspaceId, ids);
+      return kept.inOrder(workspaceId, await idsOf(workspaceId));
     },
 
     get: (workspaceId: string, id: string): Promise<CalendarRecord | undefined> => kept.get(workspaceId, id),

@@ -1,4 +1,5 @@
 import {
+  coalescedByKey,
   coalescedReads,
   type EmitChange,
   inTransaction,
@@ -37,6 +38,11 @@ export function subscriptionStore(sql: Sql, emit: EmitSubscriptionEvent) {
     (workspaceId, ids) => sql<SubscriptionRecord[]>`
       select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
   );
+  const refsOf = coalescedByKey(
+    (workspaceId: string) => sql<{ id: string; version: number }[]>`
+      select id, version from subscriptions where workspace_id = ${workspaceId}
+      order by created_at, id limit 1000`,
+  );
   return {
     async create(
       workspaceId: string,
@@ -65,12 +71,12 @@ export function subscriptionStore(sql: Sql, emit: EmitSubscriptionEvent) {
       });
     },
 
-    /** Every subscription of the workspace, oldest first (a handful per workspace: one page). */
+    /**
+     * Every subscription of the workspace, oldest first (a handful per workspace: one page); their ids and
+     * versions read once for the lists of the workspace asked in the same turn.
+     */
     async list(workspaceId: string): Promise<SubscriptionRecord[]> {
-      const refs = await sql<{ id: string; version: number }[]>`
-        select id, version from subscriptions where workspace_id = ${workspaceId}
-        order by created_at, id limit 1000`;
-      return kept.inOrder(workspaceId, refs);
+      return kept.inOrder(workspaceId, await refsOf(workspaceId));
     },
 
     /** A subscription by id; the reads of one RPC batch in one statement. */
