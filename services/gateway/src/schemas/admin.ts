@@ -1,4 +1,4 @@
-import { z } from "@funil/schemas";
+import { isoString, z } from "@funil/schemas";
 import type { KeyRecord, WorkspaceRecord } from "../store/keys.js";
 
 /** A workspace as the admin API answers it, and as its events carry it. */
@@ -13,7 +13,7 @@ export const workspaceJson = (w: WorkspaceRecord): z.output<typeof workspace> =>
   id: w.id,
   name: w.name,
   operator: w.operator,
-  createdAt: w.createdAt.toISOString(),
+  createdAt: isoString(w.createdAt),
 });
 
 /** An API key as the admin API answers it: never its hash (its secret is shown once, on creation). */
@@ -32,7 +32,7 @@ export const keyJson = (k: KeyRecord): z.output<typeof apiKey> => ({
   name: k.name,
   scopes: k.scopes,
   prefix: k.prefix,
-  createdAt: k.createdAt.toISOString(),
+  createdAt: isoString(k.createdAt),
 });
 
 /** An API key as its events carry it: as the admin API answers it, and when it was revoked. */
@@ -40,5 +40,5 @@ export const apiKeyChange = apiKey.extend({ revokedAt: z.string().nullable() });
 
 export const keyChangeJson = (k: KeyRecord): z.output<typeof apiKeyChange> => ({
   ...keyJson(k),
-  revokedAt: k.revokedAt?.toISOString() ?? null,
+  revokedAt: isoString(k.revokedAt) ?? null,
 });

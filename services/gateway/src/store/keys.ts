@@ -1,4 +1,11 @@
-import { type EmitChange, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
+import {
+  coalescedByKey,
+  type EmitChange,
+  newId,
+  type Origin,
+  type Sql,
+  type TransactionSql,
+} from "@funil/db";
 
 export interface WorkspaceRecord {
   id: string;
@@ -52,6 +59,10 @@ export function keyStore(sql: Sql, emit: KeyStoreEvents) {
       where k.id = ${id} ${lock ? sql`for update of k` : sql``}`;
     return row;
   };
+  const allWorkspaces = coalescedByKey(
+    () =>
+      sql<WorkspaceRecord[]>`select ${sql.unsafe(WORKSPACE_COLUMNS)} from workspaces order by created_at, id`,
+  );
   return {
     async createWorkspace(name: string, operator: boolean, now: Date, by: Origin) {
       return sql.begin(async (tx) => {
@@ -87,11 +98,8 @@ export function keyStore(sql: Sql, emit: KeyStoreEvents) {
       >`select ${sql.unsafe(WORKSPACE_COLUMNS)} from workspaces where id = ${id}`;
       return row;
     },
-    async listWorkspaces() {
-      return sql<
-        WorkspaceRecord[]
-      >`select ${sql.unsafe(WORKSPACE_COLUMNS)} from workspaces order by created_at, id`;
-    },
+    /** Every workspace in creation order (the lists asked in the same turn share the statement; read only). */
+    listWorkspaces: () => allWorkspaces("all"),
     async createKey(
       workspaceId: string,
       k: { name: string; prefix: string; hash: string; scopes: string[] },

@@ -9,7 +9,7 @@ import { invalid } from "@funil/errors";
 import { apiJsonArray, decodeCursor, encodeCursor, plainOf } from "@funil/rpc";
 import { check, instant, listAuditQuery } from "@funil/schemas";
 import type { AuditRow } from "../store/event-log.js";
-import type { EventLogDeps } from "./events.js";
+import { type EventLogDeps, pageJsonOnce } from "./events.js";
 
 /**
  * A change as the API shows it: who, when, which entity, which fields; never the values. Written as a
@@ -64,7 +64,11 @@ export function listAuditEntries(deps: EventLogDeps) {
     const nextCursor = rows.length > limit && last ? encodeCursor("audit", filters, [last.seq]) : undefined;
     // Asked by the gateway: the page as the API's JSON, which it sends on without decoding or mapping it.
     if (req.apiJson)
-      return { data: [], nextCursor, dataJson: apiJsonArray(AuditEntrySchema, page.map(auditEntry)) };
+      return {
+        data: [],
+        nextCursor,
+        dataJson: pageJsonOnce(rows, () => apiJsonArray(AuditEntrySchema, page.map(auditEntry))),
+      };
     return { data: page.map(auditEntry), nextCursor };
   };
 }

@@ -42,6 +42,20 @@ export function readableTypes(type: string | undefined, scopes: readonly string[
   return asked;
 }
 
+/**
+ * A page's API JSON, written once for the calls that shared its rows: the store gives the pages asked the
+ * same in one turn the same rows (coalescedByKey), and the same rows make the same page.
+ */
+const pagesJson = new WeakMap<readonly object[], string>();
+export function pageJsonOnce(rows: readonly object[], write: () => string): string {
+  let json = pagesJson.get(rows);
+  if (json === undefined) {
+    json = write();
+    pagesJson.set(rows, json);
+  }
+  return json;
+}
+
 /** A line of the log as the API shows it: the envelope a webhook receiver gets. */
 function domainEvent(e: LoggedEvent) {
   const body = JSON.parse(e.body) as {
@@ -81,7 +95,12 @@ export function listEvents(deps: EventLogDeps) {
     const last = page[page.length - 1];
     const nextCursor = rows.length > limit && last ? encodeCursor("events", filters, [last.seq]) : undefined;
     // The log holds each event as its deliveries carry it: that text is the page, parsed by no one.
-    if (req.apiJson) return { data: [], nextCursor, dataJson: `[${page.map((e) => e.body).join(",")}]` };
+    if (req.apiJson)
+      return {
+        data: [],
+        nextCursor,
+        dataJson: pageJsonOnce(rows, () => `[${page.map((e) => e.body).join(",")}]`),
+      };
     return { data: page.map(domainEvent), nextCursor };
   };
 }

@@ -1,5 +1,6 @@
 import {
   actorText,
+  coalescedByKey,
   type EventEnvelope,
   inBatches,
   pageLimit,
@@ -73,6 +74,26 @@ export interface AuditRow {
   occurredAt: Date;
 }
 
+/** What a page of the catch-up reads (eventLogStore's list). */
+interface EventQuery {
+  workspaceId: string;
+  types: string[];
+  after: number;
+  upTo: number;
+  take: number;
+}
+
+/** What a page of the audit reads (eventLogStore's audit). */
+interface AuditQuery {
+  workspaceId: string;
+  entity?: string | undefined;
+  id?: string | undefined;
+  since?: Date | undefined;
+  after: number;
+  upTo: number;
+  take: number;
+}
+
 /**
  * The event log's reads and its retention (docs/api/events.md §Catch-up: GET /events). The lists keep
  * their page size a parameter (pageLimit's `planned` false): a generic plan cannot see how much of the
@@ -80,6 +101,32 @@ export interface AuditRow {
  * walking them in seq order (store/explain.test.ts).
  */
 export function eventLogStore(sql: Sql) {
+  // The pages asked the same in one turn (the calls of one RPC batch) share one statement, and its rows:
+  // their readers do not change them (coalescedByKey).
+  const listPage = coalescedByKey(async (q: EventQuery): Promise<LoggedEvent[]> => {
+    const ofType = q.types.length === 1 ? sql`type = ${q.types[0]!}` : sql`type = any(${q.types}::text[])`;
+    const rows = await sql<{ id: string; seq: string; body: string }[]>`
+      select id, seq, body from event_log
+      where workspace_id = ${q.workspaceId} and seq > ${q.after} and seq <= ${q.upTo} and ${ofType}
+      order by seq ${pageLimit(sql, q.take, false)}`;
+    return rows.map((r) => ({ id: r.id, seq: Number(r.seq), body: r.body }));
+  }, JSON.stringify);
+  const auditPage = coalescedByKey(async (q: AuditQuery): Promise<AuditRow[]> => {
+    const conditions = [
+      sql`workspace_id = ${q.workspaceId}`,
+      sql`seq > ${q.after}`,
+      sql`seq <= ${q.upTo}`,
+      sql`actor is not null`,
+    ];
+    if (q.entity !== undefined) conditions.push(sql`entity_type = ${q.entity}`);
+    if (q.id !== undefined) conditions.push(sql`entity_id = ${q.id}`);
+    if (q.since !== undefined) conditions.push(sql`occurred_at > ${q.since}`);
+    const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
+    const rows = await sql<Array<Omit<AuditRow, "seq"> & { seq: string }>>`
+      select id, seq, type, entity_type, entity_id, actor, request_id, changes, occurred_at
+      from event_log where ${where} order by seq ${pageLimit(sql, q.take, false)}`;
+    return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
+  }, JSON.stringify);
   return {
     /** Where an event of the workspace stands in the stream; undefined when the log has no such event. */
     async seqOf(workspaceId: string, id: string): Promise<number | undefined> {
@@ -93,48 +140,21 @@ export function eventLogStore(sql: Sql) {
      * `take` at most. One type is an equality, which event_log_by_type answers in seq order; a list
      * (`= any`) is not in that index's order, and walks event_log_by_workspace (store/explain.test.ts).
      */
-    async list(
-      workspaceId: string,
-      types: string[],
-      after: number,
-      upTo: number,
-      take: number,
-    ): Promise<LoggedEvent[]> {
-      const ofType = types.length === 1 ? sql`type = ${types[0]!}` : sql`type = any(${types}::text[])`;
-      const rows = await sql<{ id: string; seq: string; body: string }[]>`
-        select id, seq, body from event_log
-        where workspace_id = ${workspaceId} and seq > ${after} and seq <= ${upTo} and ${ofType}
-        order by seq ${pageLimit(sql, take, false)}`;
-      return rows.map((r) => ({ id: r.id, seq: Number(r.seq), body: r.body }));
-    },
+    list: (workspaceId: string, types: string[], after: number, upTo: number, take: number) =>
+      listPage({ workspaceId, types, after, upTo, take }),
 
     /**
      * The workspace's changes after stream position `after`, in stream order, `take` at most (docs/api/
      * events.md §Audit: GET /audit): of one entity type, and of one entity, when asked; occurred after
      * `since`, when asked. Only events that carry their actor are changes listed here.
      */
-    async audit(
+    audit: (
       workspaceId: string,
       f: { entity?: string | undefined; id?: string | undefined; since?: Date | undefined },
       after: number,
       upTo: number,
       take: number,
-    ): Promise<AuditRow[]> {
-      const conditions = [
-        sql`workspace_id = ${workspaceId}`,
-        sql`seq > ${after}`,
-        sql`seq <= ${upTo}`,
-        sql`actor is not null`,
-      ];
-      if (f.entity !== undefined) conditions.push(sql`entity_type = ${f.entity}`);
-      if (f.id !== undefined) conditions.push(sql`entity_id = ${f.id}`);
-      if (f.since !== undefined) conditions.push(sql`occurred_at > ${f.since}`);
-      const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`);
-      const rows = await sql<Array<Omit<AuditRow, "seq"> & { seq: string }>>`
-        select id, seq, type, entity_type, entity_id, actor, request_id, changes, occurred_at
-        from event_log where ${where} order by seq ${pageLimit(sql, take, false)}`;
-      return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
-    },
+    ) => auditPage({ workspaceId, ...f, after, upTo, take }),
 
     /** Events that occurred before `before` go, `batch` at a time. Answers how many went. */
     async sweep(before: Date, batch = 5000): Promise<number> {
