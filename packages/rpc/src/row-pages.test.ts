@@ -11,8 +11,11 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codecOf, Writer } from "./codec.js";
 import {
+  encodedBytesOf,
   encodedMessage,
   type RawRows,
+  type RowList,
+  rowListPage,
   rowPageWriter,
   writeIsoFromPostgres,
   writeTextArray,
@@ -221,6 +224,39 @@ describe("row pages (row-pages.ts): a page written from raw rows is the page of 
   it("a statement without a column for each field is an error at its first page, naming the field", async () => {
     const raw = (await sql.unsafe(`select id, title from row_deals limit 1`).raw()) as unknown as RawRows;
     expect(() => writer.write(raw, raw.columns, undefined)).toThrow(/pipelineId has no column/);
+  });
+});
+
+describe("rowListPage", () => {
+  it("the same page asked together is read once and answered to each; another page, or one asked later, is read again and sees what was written", async () => {
+    const workspaceId = `ws_rows_${++n}`;
+    await insert(workspaceId, fc.sample(deal, 3) as never);
+    const read: number[] = [];
+    const spec = {
+      list: "row-deals",
+      defaultLimit: 50,
+      sortKey: (r: Opportunity) => new Date(r.createdAt),
+      sortColumn: () => "createdAt",
+      response: ListOpportunitiesResponseSchema,
+      toMessage: (r: Opportunity) => r,
+      statement: (ws: string, _filters: unknown, take: number) => {
+        read.push(take);
+        return sql.unsafe(
+          `select ${COLUMNS} from row_deals where workspace_id = $1 order by created_at, id limit $2`,
+          [ws, take],
+        );
+      },
+    } as unknown as RowList<never, unknown, Opportunity, Opportunity>;
+    const page = (limit: number) => rowListPage(spec, workspaceId, { limit } as never);
+    const [a, b, c, other] = await Promise.all([page(2), page(2), page(2), page(10)]);
+    expect(read).toEqual([3, 11]);
+    expect(b).toBe(a);
+    expect(c).toBe(a);
+    expect(codecOf(ListOpportunitiesResponseSchema).decode(encodedBytesOf(a)!).data).toHaveLength(2);
+    expect(other!.data).toHaveLength(3);
+    await insert(workspaceId, fc.sample(deal, 1) as never);
+    expect((await page(10)).data).toHaveLength(4);
+    expect(read).toEqual([3, 11, 11]);
   });
 });
 

@@ -1,6 +1,13 @@
 import type { DescField, DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
-import { type FiltersOf, type KeysetList, keysetPage, type ListPage, listPage } from "@funil/db";
+import {
+  coalescedByKey,
+  type FiltersOf,
+  type KeysetList,
+  keysetPage,
+  type ListPage,
+  listPage,
+} from "@funil/db";
 import { check, isoString, parseTimestamptz, type z } from "@funil/schemas";
 import { codecOf, STRUCT, struct, tagOf, Writer } from "./codec.js";
 
@@ -410,8 +417,35 @@ export function rowList<
   return async (workspaceId, plain) => rowListPage(spec, workspaceId, check(spec.query, plain, "query"));
 }
 
-/** One page of a row list from its checked query (as listPage, for a handler that checks more first). */
-export async function rowListPage<
+/** A page a row list is asked for (rowListPage); the list's name names the list, in one process. */
+interface PageAsked {
+  // biome-ignore lint/suspicious/noExplicitAny: the lists of every type share the coalescing
+  spec: RowList<any, any, any, any>;
+  workspaceId: string;
+  query: unknown;
+}
+
+const pagesAsked = coalescedByKey(
+  ({ spec, workspaceId, query }: PageAsked) => readRowListPage(spec, workspaceId, query),
+  ({ spec, workspaceId, query }) => JSON.stringify([spec.list, workspaceId, query]),
+);
+
+/**
+ * One page of a row list from its checked query (as listPage, for a handler that checks more first). The
+ * pages of a list asked the same (workspace, filters, cursor and limit) in one turn of the event loop, the
+ * calls of one RPC batch, are one page, read and written once (coalescedByKey: the statement starts after
+ * all of them arrived); its bytes are sent to each, and changed by none.
+ */
+export function rowListPage<
+  S extends z.ZodType<{ cursor?: string | undefined; limit: number }>,
+  R extends { id: string },
+  M,
+  F,
+>(spec: RowList<S, F, R, M>, workspaceId: string, query: z.output<S>): Promise<ListPage<M>> {
+  return pagesAsked({ spec, workspaceId, query }) as Promise<ListPage<M>>;
+}
+
+async function readRowListPage<
   S extends z.ZodType<{ cursor?: string | undefined; limit: number }>,
   R extends { id: string },
   M,

@@ -1,4 +1,4 @@
-import type { Sql } from "@funil/db";
+import { coalescedByKey, type Sql } from "@funil/db";
 import type { FunnelRange, FunnelRows } from "../funnel.js";
 
 interface GroupRow {
@@ -6,6 +6,13 @@ interface GroupRow {
   status: "open" | "won" | "lost";
   count: number;
   valueCents: string;
+}
+
+/** Which funnel: a workspace's, of one pipeline or all, over a range of time. */
+interface FunnelQuery {
+  workspaceId: string;
+  pipelineId: string | undefined;
+  range: FunnelRange;
 }
 
 /**
@@ -24,8 +31,9 @@ export function funnelStore(sql: Sql) {
     return c.reduce((acc, x) => sql`${acc} and ${x}`);
   }
 
-  return {
-    async rows(workspaceId: string, pipelineId: string | undefined, range: FunnelRange): Promise<FunnelRows> {
+  /** The figures of one funnel (FunnelQuery); the funnels asked the same in one turn share them (read only). */
+  const figures = coalescedByKey(
+    async ({ workspaceId, pipelineId, range }: FunnelQuery): Promise<FunnelRows> => {
       const inPipeline = (alias: string) =>
         pipelineId ? sql`and ${sql(alias)}.pipeline_id = ${pipelineId}` : sql``;
       const stages = sql<{ stageId: string; name: string }[]>`
@@ -65,6 +73,13 @@ export function funnelStore(sql: Sql) {
         closedInRange[c.status] = { count: c.count, valueCents: Number(c.valueCents) };
       return { stages: [...byStage.values()], byStatus, closedInRange };
     },
+    ({ workspaceId, pipelineId, range }) =>
+      `${workspaceId} ${pipelineId ?? ""} ${range.from?.getTime() ?? ""} ${range.to?.getTime() ?? ""}`,
+  );
+
+  return {
+    rows: (workspaceId: string, pipelineId: string | undefined, range: FunnelRange) =>
+      figures({ workspaceId, pipelineId, range }),
 
     async pipelineExists(workspaceId: string, pipelineId: string) {
       const rows =
