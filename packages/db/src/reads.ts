@@ -77,9 +77,10 @@ export function coalescedByKey<K, T>(
         if (!runs.has(name))
           runs.set(
             name,
-            Promise.resolve(read(key)).catch((err: unknown) =>
-              err instanceof Error ? err : new Error(String(err)),
-            ),
+            // A read that throws fails its own callers only, as one that rejects.
+            Promise.resolve(key)
+              .then(read)
+              .catch((err: unknown) => (err instanceof Error ? err : new Error(String(err)))),
           );
       }
       return Promise.all(keys.map((key) => runs.get(keyOf(key))!));
