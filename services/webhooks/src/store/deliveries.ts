@@ -1,4 +1,5 @@
 import {
+  coalescedByKey,
   type EventEnvelope,
   inBatches,
   newId,
@@ -226,12 +227,16 @@ function fanOutAndSweep(sql: Sql, subject: (subscriptionId: string) => string) {
 /** A subscription's recent deliveries, and the deliveries of held jobs as their attempts start. */
 function deliveryReads(sql: Sql) {
   return {
-    /** The 50 most recent deliveries of a subscription (docs/api/webhooks.md §GET /webhooks/{id}/deliveries; docs/api/conventions.md §Limits). */
-    async recent(subscriptionId: string): Promise<DeliveryRecord[]> {
-      return sql<DeliveryRecord[]>`
+    /**
+     * The 50 most recent deliveries of a subscription (docs/api/webhooks.md §GET /webhooks/{id}/deliveries;
+     * docs/api/conventions.md §Limits); the lists of one subscription asked in the same turn share the
+     * statement and its rows (coalescedByKey: read only).
+     */
+    recent: coalescedByKey(
+      (subscriptionId: string) => sql<DeliveryRecord[]>`
         select ${columns(sql)} from deliveries where subscription_id = ${subscriptionId}
-        order by created_at desc, id desc limit 50`;
-    },
+        order by created_at desc, id desc limit 50`,
+    ),
 
     /**
      * The deliveries of held jobs as their attempts start, in one read:
