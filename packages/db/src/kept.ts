@@ -1,3 +1,5 @@
+import { coalescedByKey } from "./reads.js";
+
 /** What names a record kept by `keptRecords`: its id, unique in its workspace, and its version when it can change. */
 export interface RecordRef {
   id: string;
@@ -16,11 +18,23 @@ export interface RecordRef {
  * key is the pair). At most `max` records are kept; past that the oldest kept is dropped, and read again
  * when a list names it.
  */
-export function keptRecords<R extends RecordRef>(
+export function keptRecords<R extends RecordRef, F = never>(source: {
   /** The records of `ids` in the workspace, as they are now (any order; one not found is left out). */
-  read: (workspaceId: string, ids: readonly string[]) => Promise<readonly R[]>,
-  max = 10_000,
-) {
+  read: (workspaceId: string, ids: readonly string[]) => Promise<readonly R[]>;
+  /**
+   * The refs of the workspace's list (of those `filter` keeps), in the list's order. Read at every list;
+   * the same list asked in one turn of the event loop shares one run (coalescedByKey).
+   */
+  refs: (workspaceId: string, filter: F | undefined) => PromiseLike<readonly RecordRef[]>;
+  /** At most this many records are kept. */
+  max?: number;
+}) {
+  const { read, max = 10_000 } = source;
+  const refsOf = coalescedByKey(
+    ({ workspaceId, filter }: { workspaceId: string; filter: F | undefined }) =>
+      source.refs(workspaceId, filter),
+    ({ workspaceId, filter }) => JSON.stringify([workspaceId, filter ?? null]),
+  );
   const kept = new Map<string, R>();
   const keyOf = (workspaceId: string, id: string) => `${workspaceId} ${id}`;
   const remember = (workspaceId: string, record: R) => {
@@ -30,20 +44,27 @@ export function keptRecords<R extends RecordRef>(
     kept.set(key, record);
     return record;
   };
+  /** The records `refs` name, in that order: those kept at their version from memory, the others in one read. */
+  async function inOrder(workspaceId: string, refs: readonly RecordRef[]): Promise<R[]> {
+    const found = new Map<string, R>();
+    const missing: string[] = [];
+    for (const ref of refs) {
+      const record = kept.get(keyOf(workspaceId, ref.id));
+      if (record && record.version === ref.version) found.set(ref.id, record);
+      else missing.push(ref.id);
+    }
+    if (missing.length > 0)
+      for (const record of await read(workspaceId, missing))
+        found.set(record.id, remember(workspaceId, record));
+    return refs.flatMap((ref) => found.get(ref.id) ?? []);
+  }
   return {
-    /** The records `refs` name, in that order: those kept at their version from memory, the others in one read. */
-    async inOrder(workspaceId: string, refs: readonly RecordRef[]): Promise<R[]> {
-      const found = new Map<string, R>();
-      const missing: string[] = [];
-      for (const ref of refs) {
-        const record = kept.get(keyOf(workspaceId, ref.id));
-        if (record && record.version === ref.version) found.set(ref.id, record);
-        else missing.push(ref.id);
-      }
-      if (missing.length > 0)
-        for (const record of await read(workspaceId, missing))
-          found.set(record.id, remember(workspaceId, record));
-      return refs.flatMap((ref) => found.get(ref.id) ?? []);
+    /**
+     * The workspace's list (of those `filter` keeps), in its order, as it is now: its refs are read, once
+     * for the same list asked in one turn, and the records not kept at their version in one statement.
+     */
+    async list(workspaceId: string, filter?: F): Promise<R[]> {
+      return inOrder(workspaceId, await refsOf({ workspaceId, filter }));
     },
 
     /** One record that never changes, from memory when kept. */

@@ -96,6 +96,21 @@ export function apiJsonArray<D extends DescMessage>(schema: D, messages: readonl
   return JSON.stringify(messages.map((m) => map(m)));
 }
 
+/**
+ * A page's API JSON, written once for the calls that shared its rows: a store that coalesces the reads
+ * asked the same in one turn (coalescedByKey in @funil/db) gives them the same array of rows, and the
+ * same rows make the same page. Kept only as long as those rows are.
+ */
+const pagesJson = new WeakMap<readonly object[], string>();
+export function pageJsonOnce(rows: readonly object[], write: () => string): string {
+  let json = pagesJson.get(rows);
+  if (json === undefined) {
+    json = write();
+    pagesJson.set(rows, json);
+  }
+  return json;
+}
+
 /** The inverse of toApiJson: what a service remembered as API JSON, as the message again. */
 export function fromApiJson<D extends DescMessage>(schema: D, json: unknown): MessageShape<D> {
   const source = (json ?? {}) as Record<string, unknown>;

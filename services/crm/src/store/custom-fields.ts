@@ -1,12 +1,4 @@
-import {
-  coalescedByKey,
-  type EmitChange,
-  isUniqueViolation,
-  keptRecords,
-  newId,
-  type Origin,
-  type Sql,
-} from "@funil/db";
+import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 import type { FieldType } from "../custom-fields.js";
 
@@ -28,18 +20,15 @@ export type EmitCustomFieldEvent = EmitChange<
 
 export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
   /** Definitions kept in memory: a custom field never changes once created (there is no update). */
-  const kept = keptRecords<CustomFieldRecord>(
-    (workspaceId, ids) => sql<CustomFieldRecord[]>`
+  const kept = keptRecords<CustomFieldRecord, string>({
+    read: (workspaceId, ids) => sql<CustomFieldRecord[]>`
       select id, entity, field_key, label, type, options, created_at from custom_field_defs
       where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
-  );
-  const idsOf = coalescedByKey(
-    ({ workspaceId, entity }: { workspaceId: string; entity?: string | undefined }) => sql<{ id: string }[]>`
+    refs: (workspaceId, entity) => sql<{ id: string }[]>`
       select id from custom_field_defs
       where workspace_id = ${workspaceId} ${entity ? sql`and entity = ${entity}` : sql``}
       order by entity, created_at, id`,
-    ({ workspaceId, entity }) => `${workspaceId} ${entity ?? ""}`,
-  );
+  });
   return {
     async create(
       workspaceId: string,
@@ -78,7 +67,7 @@ export function customFieldStore(sql: Sql, emit: EmitCustomFieldEvent) {
      * in the same turn; the others in one statement.
      */
     async list(workspaceId: string, entity?: string): Promise<CustomFieldRecord[]> {
-      return kept.inOrder(workspaceId, await idsOf({ workspaceId, entity }));
+      return kept.list(workspaceId, entity);
     },
   };
 }

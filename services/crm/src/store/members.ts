@@ -1,12 +1,4 @@
-import {
-  coalescedByKey,
-  type EmitChange,
-  isUniqueViolation,
-  keptRecords,
-  newId,
-  type Origin,
-  type Sql,
-} from "@funil/db";
+import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 
 export interface MemberRecord {
@@ -31,14 +23,12 @@ const conflict = () => fail("conflict", "a member with this e-mail already exist
 
 export function memberStore(sql: Sql, emit: EmitMemberEvent) {
   /** Members kept in memory at their version: a list reads ids and versions, and only the others whole. */
-  const kept = keptRecords<MemberRecord>(
-    (workspaceId, ids) => sql<MemberRecord[]>`
+  const kept = keptRecords<MemberRecord>({
+    read: (workspaceId, ids) => sql<MemberRecord[]>`
       select ${sql.unsafe(COLUMNS)} from members where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
-  );
-  const refsOf = coalescedByKey(
-    (workspaceId: string) => sql<{ id: string; version: number }[]>`
+    refs: (workspaceId) => sql<{ id: string; version: number }[]>`
       select id, version from members where workspace_id = ${workspaceId} order by created_at, id`,
-  );
+  });
   return {
     async create(
       workspaceId: string,
@@ -89,7 +79,7 @@ export function memberStore(sql: Sql, emit: EmitMemberEvent) {
      * once for the lists of the workspace asked in the same turn.
      */
     async list(workspaceId: string): Promise<MemberRecord[]> {
-      return kept.inOrder(workspaceId, await refsOf(workspaceId));
+      return kept.list(workspaceId);
     },
     async exists(workspaceId: string, id: string) {
       const [row] = await sql`select 1 from members where workspace_id = ${workspaceId} and id = ${id}`;

@@ -1,12 +1,4 @@
-import {
-  coalescedByKey,
-  type EmitChange,
-  keptRecords,
-  newId,
-  type Origin,
-  type Sql,
-  type TransactionSql,
-} from "@funil/db";
+import { type EmitChange, keptRecords, newId, type Origin, type Sql, type TransactionSql } from "@funil/db";
 
 export interface StageRecord {
   id: string;
@@ -27,8 +19,8 @@ export type EmitPipelineEvent = EmitChange<"pipeline.created", PipelineRecord>;
 
 export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
   /** Pipelines kept in memory: a pipeline and its stages never change once created (there is no update). */
-  const kept = keptRecords<PipelineRecord>(
-    (workspaceId, ids) => sql<PipelineRecord[]>`
+  const kept = keptRecords<PipelineRecord>({
+    read: (workspaceId, ids) => sql<PipelineRecord[]>`
       select p.id, p.workspace_id, p.name, p.created_at,
         coalesce(
           json_agg(json_build_object('id', s.id, 'name', s.name, 'position', s.position) order by s.position)
@@ -38,12 +30,9 @@ export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
       from pipelines p left join stages s on s.pipeline_id = p.id
       where p.workspace_id = ${workspaceId} and p.id = any(${ids as string[]})
       group by p.id`,
-  );
-  /** The workspace's pipeline ids in creation order; the lists of one turn share the statement. */
-  const idsOf = coalescedByKey(
-    (workspaceId: string) => sql<{ id: string }[]>`
+    refs: (workspaceId) => sql<{ id: string }[]>`
       select id from pipelines where workspace_id = ${workspaceId} order by created_at, id`,
-  );
+  });
   return {
     /** Stages keep the order given: position 0, 1, 2… */
     async create(
@@ -82,7 +71,7 @@ export function pipelineStore(sql: Sql, emit: EmitPipelineEvent) {
      * turn; the others are read in one statement.
      */
     async list(workspaceId: string): Promise<PipelineRecord[]> {
-      return kept.inOrder(workspaceId, await idsOf(workspaceId));
+      return kept.list(workspaceId);
     },
 
     /**

@@ -1,12 +1,4 @@
-import {
-  coalescedByKey,
-  type EmitChange,
-  isUniqueViolation,
-  keptRecords,
-  newId,
-  type Origin,
-  type Sql,
-} from "@funil/db";
+import { type EmitChange, isUniqueViolation, keptRecords, newId, type Origin, type Sql } from "@funil/db";
 import { fail } from "@funil/errors";
 import type { Window } from "../slots.js";
 
@@ -31,14 +23,12 @@ export type EmitCalendarEvent = EmitChange<"calendar.created", CalendarRecord>;
 
 export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
   /** Calendars kept in memory: a calendar never changes once created (docs/api/admin.md §Routes: there is no update). */
-  const kept = keptRecords<CalendarRecord>(
-    (workspaceId, ids) => sql<CalendarRecord[]>`
+  const kept = keptRecords<CalendarRecord>({
+    read: (workspaceId, ids) => sql<CalendarRecord[]>`
       select * from calendars where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
-  );
-  const idsOf = coalescedByKey(
-    (workspaceId: string) => sql<{ id: string }[]>`
+    refs: (workspaceId) => sql<{ id: string }[]>`
       select id from calendars where workspace_id = ${workspaceId} order by created_at, id`,
-  );
+  });
   return {
     async create(workspaceId: string, input: CalendarInput, now: Date, by: Origin): Promise<CalendarRecord> {
       try {
@@ -75,7 +65,7 @@ export function calendarStore(sql: Sql, emit: EmitCalendarEvent) {
      * the same turn; the others are read in one statement.
      */
     async list(workspaceId: string): Promise<CalendarRecord[]> {
-      return kept.inOrder(workspaceId, await idsOf(workspaceId));
+      return kept.list(workspaceId);
     },
 
     get: (workspaceId: string, id: string): Promise<CalendarRecord | undefined> => kept.get(workspaceId, id),

@@ -6,10 +6,10 @@ import {
 } from "@funil/contracts";
 import { actorFromText } from "@funil/db";
 import { invalid } from "@funil/errors";
-import { apiJsonArray, decodeCursor, encodeCursor, plainOf } from "@funil/rpc";
+import { apiJsonArray, decodeCursor, encodeCursor, pageJsonOnce, plainOf } from "@funil/rpc";
 import { check, instant, listAuditQuery } from "@funil/schemas";
 import type { AuditRow } from "../store/event-log.js";
-import { type EventLogDeps, pageJsonOnce } from "./events.js";
+import type { EventLogDeps } from "./events.js";
 
 /**
  * A change as the API shows it: who, when, which entity, which fields; never the values. Written as a

@@ -1,7 +1,7 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { DomainEventSchema, type ListEventsRequest, ListEventsRequestSchema } from "@funil/contracts";
 import { fail, notFound } from "@funil/errors";
-import { decodeCursor, encodeCursor, plainOf } from "@funil/rpc";
+import { decodeCursor, encodeCursor, pageJsonOnce, plainOf } from "@funil/rpc";
 import { check, eventTypesOf, listEventsQuery, WEBHOOK_EVENTS, type WebhookEvent } from "@funil/schemas";
 import type { EventLogStore, LoggedEvent } from "../store/event-log.js";
 
@@ -40,20 +40,6 @@ export function readableTypes(type: string | undefined, scopes: readonly string[
       missing.map((s) => ({ path: "scope", message: s })),
     );
   return asked;
-}
-
-/**
- * A page's API JSON, written once for the calls that shared its rows: the store gives the pages asked the
- * same in one turn the same rows (coalescedByKey), and the same rows make the same page.
- */
-const pagesJson = new WeakMap<readonly object[], string>();
-export function pageJsonOnce(rows: readonly object[], write: () => string): string {
-  let json = pagesJson.get(rows);
-  if (json === undefined) {
-    json = write();
-    pagesJson.set(rows, json);
-  }
-  return json;
 }
 
 /** A line of the log as the API shows it: the envelope a webhook receiver gets. */

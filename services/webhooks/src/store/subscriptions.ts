@@ -1,5 +1,4 @@
 import {
-  coalescedByKey,
   coalescedReads,
   type EmitChange,
   inTransaction,
@@ -34,15 +33,13 @@ const SECRET = ["secret"];
 
 export function subscriptionStore(sql: Sql, emit: EmitSubscriptionEvent) {
   /** Subscriptions kept in memory at their version: a list reads ids and versions, and only the others whole. */
-  const kept = keptRecords<SubscriptionRecord>(
-    (workspaceId, ids) => sql<SubscriptionRecord[]>`
+  const kept = keptRecords<SubscriptionRecord>({
+    read: (workspaceId, ids) => sql<SubscriptionRecord[]>`
       select ${columns(sql)} from subscriptions where workspace_id = ${workspaceId} and id = any(${ids as string[]})`,
-  );
-  const refsOf = coalescedByKey(
-    (workspaceId: string) => sql<{ id: string; version: number }[]>`
+    refs: (workspaceId) => sql<{ id: string; version: number }[]>`
       select id, version from subscriptions where workspace_id = ${workspaceId}
       order by created_at, id limit 1000`,
-  );
+  });
   return {
     async create(
       workspaceId: string,
@@ -76,7 +73,7 @@ export function subscriptionStore(sql: Sql, emit: EmitSubscriptionEvent) {
      * versions read once for the lists of the workspace asked in the same turn.
      */
     async list(workspaceId: string): Promise<SubscriptionRecord[]> {
-      return kept.inOrder(workspaceId, await refsOf(workspaceId));
+      return kept.list(workspaceId);
     },
 
     /** A subscription by id; the reads of one RPC batch in one statement. */
