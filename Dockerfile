@@ -2,12 +2,13 @@
 # SERVICE (the build argument's value by default, the gateway without it) picks the one a container runs, so one
 # image serves them all on Kubernetes, where each Deployment sets SERVICE (deploy/k8s).
 
-# Only the package manifests, at their paths: the npm ci below is then cached until one of them changes,
-# instead of running again for every change of a source file.
+# Only the package manifests, at their paths, and the patches npm ci applies to installed packages
+# (patches/, by patch-package): the npm ci below is then cached until one of them changes, instead of
+# running again for every change of a source file.
 FROM node:20-bookworm-slim AS manifests
 WORKDIR /src
 COPY . .
-RUN mkdir /manifests && cp package.json package-lock.json .npmrc /manifests/ \
+RUN mkdir /manifests && cp package.json package-lock.json .npmrc /manifests/ && cp -r patches /manifests/ \
   && for f in packages/*/package.json services/*/package.json; do \
        mkdir -p "/manifests/$(dirname "$f")" && cp "$f" "/manifests/$f"; \
      done
