@@ -3,20 +3,16 @@
 // printing the statements answered in each second, the pool process's CPU µs per statement (from /proc)
 // and its RSS. With more statements in flight than connections, postgres.js pipelines them on busy
 // connections; the queue it keeps them in must not grow with the statements (patches/postgres+3.4.9.patch,
-// packages/db/src/pool-queue.test.ts): the figures of each second stay level. bench/RESULTS.md has a run.
+// packages/db/src/pool-queue.test.ts): the figures of each second stay level. bench/RESULTS-pg-pool.md has a run.
 import { readFileSync } from "node:fs";
 import postgres from "postgres";
 import { ensureInfra } from "../scripts/infra.mjs";
+import { cpuSeconds, rssMb } from "./procstat.mjs";
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const POOL = Number(process.env.BENCH_POOL ?? 4);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 12);
-
-/** This process's CPU time in µs (utime + stime, from /proc). */
-function cpuMicros() {
-  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
-}
+const cpuMicros = () => cpuSeconds(process.pid) * 1e6;
 
 await ensureInfra();
 const sql = postgres({
@@ -40,7 +36,7 @@ for (let s = 1; s <= SECONDS; s++) {
   const [n0, c0] = [answered, cpuMicros()];
   await new Promise((r) => setTimeout(r, 1000));
   const n = answered - n0;
-  rows.push({ s, n, cpu: (cpuMicros() - c0) / n, rss: process.memoryUsage().rss / 2 ** 20 });
+  rows.push({ s, n, cpu: (cpuMicros() - c0) / n, rss: rssMb(process.pid) });
 }
 stop = true;
 await Promise.all(loops);

@@ -29,10 +29,9 @@ export function keptRecords<R extends RecordRef, F = never>(source: {
   /** At most this many records are kept. */
   max?: number;
 }) {
-  const { read, max = 10_000 } = source;
+  const { read, refs, max = 10_000 } = source;
   const refsOf = coalescedByKey(
-    ({ workspaceId, filter }: { workspaceId: string; filter: F | undefined }) =>
-      source.refs(workspaceId, filter),
+    ({ workspaceId, filter }: { workspaceId: string; filter: F | undefined }) => refs(workspaceId, filter),
     ({ workspaceId, filter }) => JSON.stringify([workspaceId, filter ?? null]),
   );
   const kept = new Map<string, R>();
@@ -44,11 +43,11 @@ export function keptRecords<R extends RecordRef, F = never>(source: {
     kept.set(key, record);
     return record;
   };
-  /** The records `refs` name, in that order: those kept at their version from memory, the others in one read. */
-  async function inOrder(workspaceId: string, refs: readonly RecordRef[]): Promise<R[]> {
+  /** The records `listed` names, in that order: those kept at their version from memory, the others in one read. */
+  async function inOrder(workspaceId: string, listed: readonly RecordRef[]): Promise<R[]> {
     const found = new Map<string, R>();
     const missing: string[] = [];
-    for (const ref of refs) {
+    for (const ref of listed) {
       const record = kept.get(keyOf(workspaceId, ref.id));
       if (record && record.version === ref.version) found.set(ref.id, record);
       else missing.push(ref.id);
@@ -56,7 +55,7 @@ export function keptRecords<R extends RecordRef, F = never>(source: {
     if (missing.length > 0)
       for (const record of await read(workspaceId, missing))
         found.set(record.id, remember(workspaceId, record));
-    return refs.flatMap((ref) => found.get(ref.id) ?? []);
+    return listed.flatMap((ref) => found.get(ref.id) ?? []);
   }
   return {
     /**
