@@ -45,6 +45,8 @@ interface Route {
   method: DescMethodUnary;
   impl: Impl;
   metrics: MethodMetrics;
+  /** The server's interceptors around the implementation, built once: a call's context rides on its request. */
+  chain?: Next;
 }
 type Next = Parameters<Interceptor>[0];
 
@@ -221,16 +223,23 @@ async function respond(
   body: Uint8Array,
   call: { timeoutMs: number | undefined; startedAt: number },
 ): Promise<Answer> {
-  const ctx = context(route, headers, url, call.timeoutMs);
+  const ctx = new CallContext(route, headers, url, call.timeoutMs);
   try {
-    const response = await withinDeadline(ctx, call.timeoutMs, run(fp, route, ctx, decodeInput(route, body)));
+    const running = chainOf(
+      fp,
+      route,
+    )(new CallRequest(ctx, decodeInput(route, body))) as Promise<UnaryResponse>;
+    const response = await (call.timeoutMs === undefined
+      ? running
+      : withinDeadline(ctx, call.timeoutMs, running));
     // A reply written as bytes already (a row page, row-pages.ts) goes out as it is.
     const bytes = encodedBytesOf(response.message) ?? codecOf(route.method.output).encode(response.message);
     if (bytes.byteLength > fp.maxBytes) throw tooLarge("response", bytes.byteLength, fp.maxBytes);
     route.metrics.done(undefined, call.startedAt);
+    const header = ctx.touchedResponseHeader();
     return {
       status: 200,
-      headers: { ...headerObject(ctx.touchedResponseHeader()), "content-type": "application/proto" },
+      headers: header ? { ...headerObject(header), ...PROTO_HEADERS } : PROTO_HEADERS,
       body: bytes,
     };
   } catch (err) {
@@ -239,6 +248,11 @@ async function respond(
     return errorAnswer(error);
   }
 }
+
+/** The headers of an answer whose implementation set none: one object for every such answer, never written to. */
+const PROTO_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "application/proto",
+});
 
 function decodeInput(route: Route, body: Uint8Array): MessageShape<DescMethodUnary["input"]> {
   try {
@@ -254,32 +268,38 @@ function decodeInput(route: Route, body: Uint8Array): MessageShape<DescMethodUna
   }
 }
 
-/** The call through the server's interceptors to the implementation. */
-function run(fp: FastPath, route: Route, ctx: Context, message: MessageShape<DescMethodUnary["input"]>) {
-  const chain = fp.interceptors.reduceRight<Next>(
-    (next, interceptor) => interceptor(next),
-    invoke(route, ctx) as unknown as Next,
-  );
-  return chain(request(route, ctx, message)) as Promise<UnaryResponse>;
+/**
+ * The server's interceptors around the implementation, built the first time the route is called and kept:
+ * the innermost step finds the call's context on the request it is handed.
+ */
+function chainOf(fp: FastPath, route: Route): Next {
+  route.chain ??= fp.interceptors.reduceRight<Next>((next, interceptor) => interceptor(next), ((
+    req: CallRequest,
+  ) => invoke(route, req)) as unknown as Next);
+  return route.chain;
 }
 
-/** The call's answer, or DeadlineExceeded (and the handler's signal aborted) once its deadline passes. */
-async function withinDeadline<T>(ctx: Context, timeoutMs: number | undefined, call: Promise<T>): Promise<T> {
-  if (timeoutMs === undefined) return call;
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      call,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          ctx.abort();
-          reject(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-        }, timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+/**
+ * The call's answer, or DeadlineExceeded (and the handler's signal aborted) once its deadline passes: one
+ * timer and one promise, cleared as soon as the call settles.
+ */
+function withinDeadline<T>(ctx: CallContext, timeoutMs: number, call: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      ctx.abort();
+      reject(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+    }, timeoutMs);
+    call.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
 
 /**
@@ -485,103 +505,123 @@ function openChannel(fp: FastPath, req: http2.Http2ServerRequest, res: http2.Htt
   req.on("end", drain);
 }
 
-/** The innermost step of the interceptor chain: the implementation itself. */
-function invoke(route: Route, ctx: Context) {
-  return async (req: UnaryRequest): Promise<UnaryResponse> => {
-    const result = await route.impl(req.message, ctx);
-    const output = route.method.output;
-    return {
-      stream: false,
-      service: route.service,
-      method: route.method,
-      // Getters, so that Headers objects are made only for an interceptor that reads them.
-      get header() {
-        return ctx.responseHeader;
-      },
-      get trailer() {
-        return ctx.responseTrailer;
-      },
-      // What the implementation returned, as is: the generated encoder takes a message's init shape (an
-      // unset field undefined); create() walked the descriptor for every answer.
-      message: (isMessage(result, output) || codecOf(output).kind === "generated"
-        ? (result ?? {})
-        : create(output, result as never)) as MessageShape<typeof output>,
-    };
-  };
+/** The innermost step of the interceptor chain: the implementation itself, with the request's context. */
+async function invoke(route: Route, req: CallRequest): Promise<UnaryResponse> {
+  const result = await route.impl(req.message, req.ctx);
+  const output = route.method.output;
+  // What the implementation returned, as is: the generated encoder takes a message's init shape (an unset
+  // field undefined); create() walked the descriptor for every answer.
+  const message = (
+    isMessage(result, output) || codecOf(output).kind === "generated"
+      ? (result ?? {})
+      : create(output, result as never)
+  ) as MessageShape<typeof output>;
+  return new CallResponse(req.ctx, message);
 }
 
-function request(route: Route, ctx: Context, message: MessageShape<DescMethodUnary["input"]>): UnaryRequest {
-  const req: UnaryRequest & { [PLAIN_HEADERS]: Context["plainHeaders"] } = {
-    [PLAIN_HEADERS]: ctx.plainHeaders,
-    stream: false,
-    service: route.service,
-    method: route.method,
-    requestMethod: "POST",
-    url: ctx.url,
-    get signal() {
-      return ctx.signal;
-    },
-    get header() {
-      return ctx.requestHeader;
-    },
-    get contextValues() {
-      return ctx.values;
-    },
-    message,
-  };
-  return req;
+/**
+ * A call's UnaryRequest, its plain headers under PLAIN_HEADERS; the signal, the Headers and the context
+ * values are the context's, made only once something reads them. A class, so that a call costs one
+ * object rather than an object and a closure per getter.
+ */
+class CallRequest implements UnaryRequest {
+  readonly stream = false;
+  readonly requestMethod = "POST";
+  readonly service: DescService;
+  readonly method: DescMethodUnary;
+  readonly url: string;
+  readonly [PLAIN_HEADERS]: CallContext["plainHeaders"];
+  constructor(
+    readonly ctx: CallContext,
+    readonly message: MessageShape<DescMethodUnary["input"]>,
+  ) {
+    this.service = ctx.service;
+    this.method = ctx.method as DescMethodUnary;
+    this.url = ctx.url;
+    this[PLAIN_HEADERS] = ctx.plainHeaders;
+  }
+  get signal() {
+    return this.ctx.signal;
+  }
+  get header() {
+    return this.ctx.requestHeader;
+  }
+  get contextValues() {
+    return this.ctx.values;
+  }
 }
 
-type Context = HandlerContext & {
-  abort(): void;
-  touchedResponseHeader(): Headers | undefined;
-  /** The request's headers as HTTP/2 (or the batch frame) gave them. */
-  plainHeaders: Record<string, string | string[] | undefined>;
-};
+/** The implementation's UnaryResponse; its Headers are the context's, made only for an interceptor that reads them. */
+class CallResponse implements UnaryResponse {
+  readonly stream = false;
+  readonly service: DescService;
+  readonly method: DescMethodUnary;
+  constructor(
+    private readonly ctx: CallContext,
+    readonly message: MessageShape<DescMethodUnary["output"]>,
+  ) {
+    this.service = ctx.service;
+    this.method = ctx.method as DescMethodUnary;
+  }
+  get header() {
+    return this.ctx.responseHeader;
+  }
+  get trailer() {
+    return this.ctx.responseTrailer;
+  }
+}
 
 /** A HandlerContext whose signal and Headers objects exist only once something reads them. */
-function context(
-  route: Route,
-  headers: http2.IncomingHttpHeaders,
-  url: string,
-  timeoutMs: number | undefined,
-): Context {
-  let controller: AbortController | undefined;
-  let requestHeader: Headers | undefined;
-  let responseHeader: Headers | undefined;
-  let responseTrailer: Headers | undefined;
-  let values: ContextValues | undefined;
-  return {
-    method: route.method as DescMethod,
-    service: route.service,
-    requestMethod: "POST",
-    protocolName: "connect",
-    url,
-    timeoutMs: () => timeoutMs,
-    get signal() {
-      controller ??= new AbortController();
-      return controller.signal;
-    },
-    get requestHeader() {
-      requestHeader ??= toHeaders(headers);
-      return requestHeader;
-    },
-    get responseHeader() {
-      responseHeader ??= new Headers();
-      return responseHeader;
-    },
-    get responseTrailer() {
-      responseTrailer ??= new Headers();
-      return responseTrailer;
-    },
-    get values() {
-      values ??= createContextValues();
-      return values;
-    },
-    plainHeaders: headers,
-    abort: () => controller?.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-    touchedResponseHeader: () => responseHeader,
-  };
+class CallContext implements HandlerContext {
+  readonly requestMethod = "POST";
+  readonly protocolName = "connect";
+  readonly method: DescMethod;
+  readonly service: DescService;
+  #controller: AbortController | undefined;
+  #requestHeader: Headers | undefined;
+  #responseHeader: Headers | undefined;
+  #responseTrailer: Headers | undefined;
+  #values: ContextValues | undefined;
+  constructor(
+    route: Route,
+    /** The request's headers as HTTP/2 (or the batch frame) gave them. */
+    readonly plainHeaders: http2.IncomingHttpHeaders,
+    readonly url: string,
+    private readonly timeout: number | undefined,
+  ) {
+    this.method = route.method as DescMethod;
+    this.service = route.service;
+  }
+  timeoutMs() {
+    return this.timeout;
+  }
+  get signal() {
+    this.#controller ??= new AbortController();
+    return this.#controller.signal;
+  }
+  get requestHeader() {
+    this.#requestHeader ??= toHeaders(this.plainHeaders);
+    return this.#requestHeader;
+  }
+  get responseHeader() {
+    this.#responseHeader ??= new Headers();
+    return this.#responseHeader;
+  }
+  get responseTrailer() {
+    this.#responseTrailer ??= new Headers();
+    return this.#responseTrailer;
+  }
+  get values() {
+    this.#values ??= createContextValues();
+    return this.#values;
+  }
+  abort() {
+    this.#controller?.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+  }
+  /** The response's Headers if the implementation or an interceptor made them, else undefined. */
+  touchedResponseHeader() {
+    return this.#responseHeader;
+  }
 }
 
 /** What the Connect protocol answers for an error: its status, its metadata as headers, its JSON body. */

@@ -72,30 +72,21 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
       const path = `/${method.parent.typeName}/${method.name}`;
       const deadline = timeoutMs ?? opts.defaultTimeoutMs;
       const safe = method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
-      let headers: Headers | undefined;
-      // What the interceptors add without reading the Headers (tracing's traceparent): plain, as sent.
-      const plain: Record<string, string> = {};
-      const req: UnaryRequest<I, O> & { [PLAIN_HEADERS]: typeof plain } = {
-        [PLAIN_HEADERS]: plain,
-        stream: false,
-        service: method.parent,
+      const req = new ClientRequest<I, O>(
         method,
-        requestMethod: "POST",
-        url: origin + path,
-        signal: signal ?? NEVER,
-        get header() {
-          headers ??= new Headers(header);
-          return headers;
-        },
-        contextValues: contextValues ?? createContextValues(),
+        origin + path,
+        signal ?? NEVER,
+        header,
+        contextValues ?? createContextValues(),
         // The caller's init shape as is when the generated encoder writes it (create() walked the descriptor
         // for every call); interceptors here read only the method.
-        message: (isMessage(input, method.input) || codecOf(method.input).kind === "generated"
+        (isMessage(input, method.input) || codecOf(method.input).kind === "generated"
           ? input
           : create(method.input, input)) as MessageShape<I>,
-      };
+      );
       const send = async (r: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
-        const given = headers ?? (header ? new Headers(header) : undefined);
+        const given = req.headers ?? (header ? new Headers(header) : undefined);
+        const plain = req[PLAIN_HEADERS];
         const extra = given ? { ...headerObject(given), ...plain } : plain;
         const body = codecOf(method.input).encode(r.message);
         if (body.byteLength > opts.maxMessageBytes)
@@ -119,6 +110,53 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
   };
 }
 
+/**
+ * A call's UnaryRequest. What the interceptors add without reading the Headers (tracing's traceparent)
+ * goes to its plain headers, as sent; the WHATWG Headers are made only when an interceptor reads them. A
+ * class: an object literal with a getter costs V8 a slow path (~0.4 µs a call, and slower reads after).
+ */
+class ClientRequest<I extends DescMessage, O extends DescMessage> implements UnaryRequest<I, O> {
+  readonly stream = false;
+  readonly requestMethod = "POST";
+  readonly service: DescMethodUnary<I, O>["parent"];
+  readonly [PLAIN_HEADERS]: Record<string, string> = {};
+  /** The Headers, once read. */
+  headers: Headers | undefined;
+  constructor(
+    readonly method: DescMethodUnary<I, O>,
+    readonly url: string,
+    readonly signal: AbortSignal,
+    private readonly given: ConstructorParameters<typeof Headers>[0],
+    readonly contextValues: ContextValues,
+    readonly message: MessageShape<I>,
+  ) {
+    this.service = method.parent;
+  }
+  get header() {
+    this.headers ??= new Headers(this.given);
+    return this.headers;
+  }
+}
+
+/** A call's UnaryResponse; its Headers are made only for an interceptor that reads them. */
+class ClientResponse<I extends DescMessage, O extends DescMessage> implements UnaryResponse<I, O> {
+  readonly stream = false;
+  readonly service: DescMethodUnary<I, O>["parent"];
+  constructor(
+    readonly method: DescMethodUnary<I, O>,
+    readonly message: MessageShape<O>,
+    private readonly headers: http2.IncomingHttpHeaders,
+  ) {
+    this.service = method.parent;
+  }
+  get header() {
+    return toHeaders(this.headers);
+  }
+  get trailer() {
+    return new Headers();
+  }
+}
+
 /** A call's answer as the interceptors and the client see it, or its error. */
 function responseOf<I extends DescMessage, O extends DescMessage>(
   method: DescMethodUnary<I, O>,
@@ -128,18 +166,13 @@ function responseOf<I extends DescMessage, O extends DescMessage>(
   if (answer.status !== 200) throw errorOf(answer);
   if (answer.headers["content-type"] !== "application/proto")
     throw new ConnectError(`unexpected content-type ${answer.headers["content-type"]}`, Code.Internal);
-  return {
-    stream: false,
-    service: method.parent,
+  return new ClientResponse(
     method,
-    message: asApiJson
+    asApiJson
       ? (apiJsonText(apiJsonOfBinary(method.output)(answer.body)) as unknown as MessageShape<O>)
       : codecOf(method.output).decode(answer.body),
-    get header() {
-      return toHeaders(answer.headers);
-    },
-    trailer: new Headers(),
-  };
+    answer.headers,
+  );
 }
 
 /** What a client's transport is built with (rpcClient's options, and the caller's deadline). */
@@ -704,53 +737,70 @@ function guard<T>(
   /** Runs when the call fails, before its promise rejects (call() cancels its stream). */
   onFail?: () => void,
 ): Guard<T> {
-  let settled = false;
-  let armed = false;
-  let timer: NodeJS.Timeout | undefined;
-  const stop = () => {
-    armed = false;
-    clearTimeout(timer);
-    if (signal !== NEVER) signal.removeEventListener("abort", onAbort);
-  };
-  const onAbort = () => g.reject(new ConnectError("the call was cancelled", Code.Canceled));
-  const g: Guard<T> = {
-    arm() {
-      if (armed || settled) return !settled;
-      if (signal.aborted) {
-        onAbort();
-        return false;
-      }
-      timer = setTimeout(
-        () => g.reject(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
-        timeoutMs,
-      );
-      if (signal !== NEVER) signal.addEventListener("abort", onAbort, { once: true });
-      armed = true;
-      return true;
-    },
-    disarm() {
-      stop();
-      return !settled;
-    },
-    get settled() {
-      return settled;
-    },
-    resolve(value) {
-      if (settled) return;
-      settled = true;
-      stop();
-      resolve(value);
-    },
-    reject(err) {
-      if (settled) return;
-      settled = true;
-      stop();
-      onFail?.();
-      reject(err);
-    },
-  };
-  return g;
+  return new CallGuard(timeoutMs, signal, resolve, reject, onFail);
 }
+
+/** guard()'s Guard: a class, so that a call costs one object rather than a literal with a getter and its closures. */
+class CallGuard<T> implements Guard<T> {
+  settled = false;
+  private armed = false;
+  private timer: NodeJS.Timeout | undefined;
+  /** The abort listener, made only for a signal that can abort. */
+  private onAbort: (() => void) | undefined;
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly signal: AbortSignal,
+    private readonly resolveCall: (value: T) => void,
+    private readonly rejectCall: (err: unknown) => void,
+    private readonly onFail: (() => void) | undefined,
+  ) {}
+
+  arm(): boolean {
+    if (this.armed || this.settled) return !this.settled;
+    if (this.signal.aborted) {
+      this.reject(cancelled());
+      return false;
+    }
+    this.timer = setTimeout(
+      () => this.reject(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
+      this.timeoutMs,
+    );
+    if (this.signal !== NEVER) {
+      this.onAbort = () => this.reject(cancelled());
+      this.signal.addEventListener("abort", this.onAbort, { once: true });
+    }
+    this.armed = true;
+    return true;
+  }
+
+  disarm(): boolean {
+    this.stop();
+    return !this.settled;
+  }
+
+  resolve(value: T) {
+    if (this.settled) return;
+    this.settled = true;
+    this.stop();
+    this.resolveCall(value);
+  }
+
+  reject(err: unknown) {
+    if (this.settled) return;
+    this.settled = true;
+    this.stop();
+    this.onFail?.();
+    this.rejectCall(err);
+  }
+
+  private stop() {
+    this.armed = false;
+    clearTimeout(this.timer);
+    if (this.onAbort) this.signal.removeEventListener("abort", this.onAbort);
+  }
+}
+
+const cancelled = () => new ConnectError("the call was cancelled", Code.Canceled);
 
 /**
  * One unary exchange. Fails with Unavailable when the service cannot be reached or the stream breaks
