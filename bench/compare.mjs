@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { appendFileSync } from "node:fs";
+import { basename } from "node:path";
 import { createInterface } from "node:readline";
 import { isDeepStrictEqual } from "node:util";
 import { measure, median } from "./load.mjs";
@@ -37,13 +38,18 @@ async function answer(base, path, key) {
 /**
  * Starts a bench's bare route, or another server of a bench (`file`, next to this one), as its own process
  * with `env` added, so /proc shows its CPU; resolves to { pid, url, stop } once it prints the port it listens
- * on. stop() waits for its exit.
+ * on. stop() waits for its exit. Under BENCH_PROFILE=<dir> it runs under `node --cpu-prof` too, into <dir>/<file's name>.
  */
 export async function startBare(file, env) {
-  const child = spawn(process.execPath, [new URL(file, import.meta.url).pathname], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const name = basename(file, ".mjs");
+  const child = spawn(
+    process.execPath,
+    [...cpuProfiled([name])(name), new URL(file, import.meta.url).pathname],
+    {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   const [port] = await Promise.race([
     once(createInterface({ input: child.stdout }), "line"),
     once(child, "exit").then(([code]) => Promise.reject(new Error(`${file} exited: ${code}`))),
