@@ -109,7 +109,8 @@ async function run(side, c, ms) {
   const t0 = performance.now();
   while (performance.now() - t0 < ms) {
     const got = await Promise.all(Array.from({ length: c }, side.call));
-    if (got[0].appointment?.id !== appointment.id) throw new Error("the answer is not the appointment asked for");
+    if (got[0].appointment?.id !== appointment.id)
+      throw new Error("the answer is not the appointment asked for");
     calls += c;
     waves++;
   }
