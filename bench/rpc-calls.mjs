@@ -12,6 +12,7 @@
 //   BENCH_CONCURRENCY=1,8,32         the waves' sizes
 import http from "node:http";
 import os from "node:os";
+import { createLogger } from "@funil/config";
 import { AppointmentService } from "@funil/contracts";
 import { rpcClient } from "../packages/rpc/dist/client.js";
 import { codecOf } from "../packages/rpc/dist/codec.js";
@@ -39,13 +40,12 @@ const appointment = {
   updatedAt: "2026-11-20T09:12:44.120Z",
 };
 const answer = { appointment };
-const silent = { warn() {}, error() {}, info() {}, debug() {}, child: () => silent };
 
 /** The services' client and server: the lean path over the batch channel. */
 async function funilSide() {
   const server = await startRpcServer({
     port: 0,
-    log: silent,
+    log: createLogger("bench", "silent"),
     routes: (router) => router.service(AppointmentService, { getAppointment: async () => answer }),
   });
   const client = rpcClient(AppointmentService, `http://127.0.0.1:${server.port}`);

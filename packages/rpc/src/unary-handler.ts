@@ -45,8 +45,8 @@ interface Route {
   method: DescMethodUnary;
   impl: Impl;
   metrics: MethodMetrics;
-  /** The server's interceptors around the implementation, built once: a call's context rides on its request. */
-  chain?: Next;
+  /** The server's interceptors around the implementation (chainOf), built once per method. */
+  chain: Next;
 }
 type Next = Parameters<Interceptor>[0];
 
@@ -88,7 +88,7 @@ export function unaryFastPath(interceptors: Interceptor[], opts: { maxMessageByt
     channels: new Map(),
   };
   return {
-    record: (router: ConnectRouter) => recorder(router, fp.routes),
+    record: (router: ConnectRouter) => recorder(router, fp),
     handle: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => handle(fp, req, res),
     batch: batchService(fp),
     /**
@@ -102,14 +102,14 @@ export function unaryFastPath(interceptors: Interceptor[], opts: { maxMessageByt
 }
 
 /** A router that registers on `router` and records each unary implementation in `routes`. */
-function recorder(router: ConnectRouter, routes: Map<string, Route>): ConnectRouter {
-  const add = (service: DescService, method: DescMethodUnary, impl: Impl) =>
-    routes.set(`/${service.typeName}/${method.name}`, {
-      service,
-      method,
-      impl,
-      metrics: methodMetrics(service.typeName, method.name),
+function recorder(router: ConnectRouter, fp: FastPath): ConnectRouter {
+  const add = (service: DescService, method: DescMethodUnary, impl: Impl) => {
+    const route = { service, method, impl, metrics: methodMetrics(service.typeName, method.name) };
+    fp.routes.set(`/${service.typeName}/${method.name}`, {
+      ...route,
+      chain: chainOf(fp.interceptors, route),
     });
+  };
   const recording: ConnectRouter = {
     get handlers() {
       return router.handlers;
@@ -225,10 +225,7 @@ async function respond(
 ): Promise<Answer> {
   const ctx = new CallContext(route, headers, url, call.timeoutMs);
   try {
-    const running = chainOf(
-      fp,
-      route,
-    )(new CallRequest(ctx, decodeInput(route, body))) as Promise<UnaryResponse>;
+    const running = route.chain(new CallRequest(ctx, decodeInput(route, body))) as Promise<UnaryResponse>;
     const response = await (call.timeoutMs === undefined
       ? running
       : withinDeadline(ctx, call.timeoutMs, running));
@@ -269,14 +266,12 @@ function decodeInput(route: Route, body: Uint8Array): MessageShape<DescMethodUna
 }
 
 /**
- * The server's interceptors around the implementation, built the first time the route is called and kept:
- * the innermost step finds the call's context on the request it is handed.
+ * The server's interceptors around a method's implementation, built once when it is recorded: the
+ * innermost step finds the call's context on the request it is handed (CallRequest).
  */
-function chainOf(fp: FastPath, route: Route): Next {
-  route.chain ??= fp.interceptors.reduceRight<Next>((next, interceptor) => interceptor(next), ((
-    req: CallRequest,
-  ) => invoke(route, req)) as unknown as Next);
-  return route.chain;
+function chainOf(interceptors: Interceptor[], route: Omit<Route, "chain">): Next {
+  return interceptors.reduceRight<Next>((next, interceptor) => interceptor(next), ((req: CallRequest) =>
+    invoke(route, req)) as unknown as Next);
 }
 
 /**
@@ -506,7 +501,7 @@ function openChannel(fp: FastPath, req: http2.Http2ServerRequest, res: http2.Htt
 }
 
 /** The innermost step of the interceptor chain: the implementation itself, with the request's context. */
-async function invoke(route: Route, req: CallRequest): Promise<UnaryResponse> {
+async function invoke(route: Omit<Route, "chain">, req: CallRequest): Promise<UnaryResponse> {
   const result = await route.impl(req.message, req.ctx);
   const output = route.method.output;
   // What the implementation returned, as is: the generated encoder takes a message's init shape (an unset

@@ -85,9 +85,7 @@ export function createUnaryTransport(opts: TransportOptions): Transport {
           : create(method.input, input)) as MessageShape<I>,
       );
       const send = async (r: UnaryRequest<I, O>): Promise<UnaryResponse<I, O>> => {
-        const given = req.headers ?? (header ? new Headers(header) : undefined);
-        const plain = req[PLAIN_HEADERS];
-        const extra = given ? { ...headerObject(given), ...plain } : plain;
+        const extra = req.sentHeaders();
         const body = codecOf(method.input).encode(r.message);
         if (body.byteLength > opts.maxMessageBytes)
           throw tooLarge("request", body.byteLength, opts.maxMessageBytes);
@@ -121,7 +119,7 @@ class ClientRequest<I extends DescMessage, O extends DescMessage> implements Una
   readonly service: DescMethodUnary<I, O>["parent"];
   readonly [PLAIN_HEADERS]: Record<string, string> = {};
   /** The Headers, once read. */
-  headers: Headers | undefined;
+  #headers: Headers | undefined;
   constructor(
     readonly method: DescMethodUnary<I, O>,
     readonly url: string,
@@ -133,8 +131,14 @@ class ClientRequest<I extends DescMessage, O extends DescMessage> implements Una
     this.service = method.parent;
   }
   get header() {
-    this.headers ??= new Headers(this.given);
-    return this.headers;
+    this.#headers ??= new Headers(this.given);
+    return this.#headers;
+  }
+  /** What the call sends: the caller's headers as the interceptors left them, and the plain ones added. */
+  sentHeaders(): Record<string, string> {
+    const plain = this[PLAIN_HEADERS];
+    if (!this.#headers && !this.given) return plain;
+    return { ...headerObject(this.header), ...plain };
   }
 }
 
@@ -303,7 +307,7 @@ function balanced(urls: URL[], opts: TransportOptions): Exchange {
         extra,
         safe,
         tries: 1,
-        guard: guard(timeoutMs, signal, resolve, reject),
+        guard: new Guard(timeoutMs, signal, resolve, reject),
       });
     });
 }
@@ -714,35 +718,11 @@ interface Pending {
 
 /**
  * A call's own deadline and cancellation, and its promise settled once: call() arms one per stream, a
- * batch one per call of it (the batch's stream has no signal of its own).
+ * batch one per call of it (the batch's stream has no signal of its own). A class, so that a call costs
+ * one object rather than a literal with a getter and its closures.
  */
-interface Guard<T> {
-  /**
-   * Starts the deadline and listens to the signal (once: a call sent again to another copy keeps its
-   * deadline); false (the call failed Canceled) if it was aborted.
-   */
-  arm(): boolean;
-  /** Stops both again; false if the call has settled meanwhile. */
-  disarm(): boolean;
-  readonly settled: boolean;
-  resolve(value: T): void;
-  reject(err: unknown): void;
-}
-
-function guard<T>(
-  timeoutMs: number,
-  signal: AbortSignal,
-  resolve: (value: T) => void,
-  reject: (err: unknown) => void,
-  /** Runs when the call fails, before its promise rejects (call() cancels its stream). */
-  onFail?: () => void,
-): Guard<T> {
-  return new CallGuard(timeoutMs, signal, resolve, reject, onFail);
-}
-
-/** guard()'s Guard: a class, so that a call costs one object rather than a literal with a getter and its closures. */
-class CallGuard<T> implements Guard<T> {
-  settled = false;
+class Guard<T> {
+  #settled = false;
   private armed = false;
   private timer: NodeJS.Timeout | undefined;
   /** The abort listener, made only for a signal that can abort. */
@@ -752,11 +732,20 @@ class CallGuard<T> implements Guard<T> {
     private readonly signal: AbortSignal,
     private readonly resolveCall: (value: T) => void,
     private readonly rejectCall: (err: unknown) => void,
-    private readonly onFail: (() => void) | undefined,
+    /** Runs when the call fails, before its promise rejects (call() cancels its stream). */
+    private readonly onFail?: () => void,
   ) {}
 
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /**
+   * Starts the deadline and listens to the signal (once: a call sent again to another copy keeps its
+   * deadline); false (the call failed Canceled) if it was aborted.
+   */
   arm(): boolean {
-    if (this.armed || this.settled) return !this.settled;
+    if (this.armed || this.#settled) return !this.#settled;
     if (this.signal.aborted) {
       this.reject(cancelled());
       return false;
@@ -773,21 +762,22 @@ class CallGuard<T> implements Guard<T> {
     return true;
   }
 
+  /** Stops both again; false if the call has settled meanwhile. */
   disarm(): boolean {
     this.stop();
-    return !this.settled;
+    return !this.#settled;
   }
 
   resolve(value: T) {
-    if (this.settled) return;
-    this.settled = true;
+    if (this.#settled) return;
+    this.#settled = true;
     this.stop();
     this.resolveCall(value);
   }
 
   reject(err: unknown) {
-    if (this.settled) return;
-    this.settled = true;
+    if (this.#settled) return;
+    this.#settled = true;
     this.stop();
     this.onFail?.();
     this.rejectCall(err);
@@ -831,7 +821,7 @@ function call(
     };
     if (extra) for (const key in extra) headers[key] = extra[key];
     let stream: http2.ClientHttp2Stream | undefined;
-    const g = guard(timeoutMs, signal, resolve, reject, () => {
+    const g = new Guard(timeoutMs, signal, resolve, reject, () => {
       if (stream && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
     });
     if (!g.arm()) return;
