@@ -10,10 +10,13 @@
 //   npm run build && npm run bench:rpc-calls
 //   BENCH_ROUNDS=5 BENCH_MS=1500     rounds, and the time each side runs per round and concurrency
 //   BENCH_CONCURRENCY=1,8,32         the waves' sizes
+//   BENCH_TRACING=1                  tracing on in this process, parent-based at 0 % (an endpoint nothing
+//                                    listens on; nothing is recorded): what work not sampled adds to a hop
 import http from "node:http";
 import os from "node:os";
 import { createLogger } from "@funil/config";
 import { AppointmentService } from "@funil/contracts";
+import { startTracing } from "@funil/telemetry";
 import { rpcClient } from "../packages/rpc/dist/client.js";
 import { codecOf } from "../packages/rpc/dist/codec.js";
 import { startRpcServer } from "../packages/rpc/dist/server.js";
@@ -21,6 +24,13 @@ import { startRpcServer } from "../packages/rpc/dist/server.js";
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const msPerRound = Number(process.env.BENCH_MS ?? 1500);
 const concurrency = (process.env.BENCH_CONCURRENCY ?? "1,8,32").split(",").map(Number);
+const tracing = process.env.BENCH_TRACING === "1";
+if (tracing)
+  await startTracing("bench", {
+    OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9",
+    OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+    OTEL_TRACES_SAMPLER_ARG: "0",
+  });
 
 const method = AppointmentService.method.getAppointment;
 const question = { workspaceId: "ws_01JDEMO0000000000000000000", id: "apt_01JDEMO0000000000000000000" };
@@ -149,7 +159,7 @@ const load = os
   .map((x) => x.toFixed(1))
   .join(" ");
 console.log(
-  `## ${new Date().toISOString().slice(0, 10)} · ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}) · node ${process.version} · load average ${load} at the end · ${rounds} rounds × ${msPerRound} ms per side and concurrency, medians\n`,
+  `## ${new Date().toISOString().slice(0, 10)} · ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}) · node ${process.version} · load average ${load} at the end · ${rounds} rounds × ${msPerRound} ms per side and concurrency, medians${tracing ? " · tracing on, 0 % sampled" : ""}\n`,
 );
 console.log(
   "| calls in flight | funil CPU µs a call (client + server) | raw POST loop CPU µs a call | funil ÷ raw | funil µs a wave | raw µs a wave |",

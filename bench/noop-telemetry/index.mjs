@@ -21,6 +21,7 @@ export const traceHeaders = () => undefined;
 export const sampled = () => false;
 export const activeTraceparent = () => undefined;
 export const unsampledByParent = () => false;
+export const unsampledTraceparent = () => false;
 export const outgoingTraceHeaders = () => undefined;
 // The traceparent header's form is the package's own rule, pure and the same with tracing on or off:
 // taken from its build (by path, which the hook does not redirect), which installs nothing when imported.

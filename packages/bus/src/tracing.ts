@@ -9,6 +9,7 @@ import {
   tracer,
   tracingOn,
   unsampledByParent,
+  unsampledTraceparent,
 } from "@funil/telemetry";
 import type { JsMsg } from "@nats-io/jetstream";
 
@@ -64,11 +65,12 @@ function endWith(spans: Span[], work: Promise<void>): Promise<void> {
  * The handler of one message, run inside a span that continues the message's trace (so its statements,
  * its calls and the events it writes belong to the trace of the write that sent it). Off, the handler as
  * it is: nothing is read or allocated per message. A message whose writer did not sample it
- * (unsampledByParent) is handled as it is too: no span, no context.
+ * (unsampledTraceparent, read from its header before any context is made; unsampledByParent) is handled
+ * as it is too: no span, no context.
  */
 export function traceMessages(durable: string, handle: (m: JsMsg) => Promise<void>) {
   return (m: JsMsg): Promise<void> => {
-    if (!tracingOn()) return handle(m);
+    if (!tracingOn() || unsampledTraceparent(m.headers?.get("traceparent"))) return handle(m);
     const parent = messageContext(m);
     if (unsampledByParent(parent)) return handle(m);
     const span = startSpan(durable, m, parent);
@@ -87,6 +89,7 @@ export function traceBatches(durable: string, handle: (msgs: JsMsg[]) => Promise
     if (!tracingOn() || msgs.length === 0) return handle(msgs);
     const started: Array<{ parent: Context; span: Span }> = [];
     for (const m of msgs) {
+      if (unsampledTraceparent(m.headers?.get("traceparent"))) continue;
       const parent = messageContext(m);
       if (!unsampledByParent(parent))
         started.push({ parent, span: startSpan(durable, m, parent, msgs.length) });

@@ -13,6 +13,7 @@ import {
   traceHeaders,
   tracer,
   unsampledByParent,
+  unsampledTraceparent,
 } from "@funil/telemetry";
 import { addHeaders, plainHeaders } from "./headers.js";
 
@@ -80,13 +81,16 @@ const UNTRACED = new Set(["funil.health.v1.HealthService", "grpc.health.v1.Healt
  * The server side, first of the server's interceptors when tracing is on: one SERVER span per method call,
  * child of the traceparent the call carries (a batch's calls each of their own, read from its plain
  * headers), active while the implementation runs; a call that fails marks it as an error. A call its
- * caller did not sample gets no span at all (unsampledByParent), and one the sampler does not record is
+ * caller did not sample gets no span at all (unsampledTraceparent reads that from the header itself,
+ * unsampledByParent from a context made of another form), and one the sampler does not record is
  * only made active: what the call writes carries the decision on through its origin (the traceparent
  * it was sent, in the outbox row) and through outgoingTraceHeaders (its calls).
  */
 export const traceHandlers: Interceptor = (next) => (req) => {
   if (UNTRACED.has(req.service.typeName)) return next(req);
-  const parent: Context = extractContext(plainHeaders(req));
+  const headers = plainHeaders(req);
+  if (unsampledTraceparent(headers.traceparent)) return next(req);
+  const parent: Context = extractContext(headers);
   if (unsampledByParent(parent)) return next(req);
   // The samplers look at the trace id and the parent only: attributes are built for a recorded span alone.
   const span = tracer().startSpan(nameOf(req), { kind: SpanKind.SERVER }, parent);

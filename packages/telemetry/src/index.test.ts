@@ -11,6 +11,7 @@ import {
   traceparentOf,
   tracingSettings,
   unsampledByParent,
+  unsampledTraceparent,
 } from "./index.js";
 import { SampledContextManager } from "./sampled-context.js";
 
@@ -94,6 +95,46 @@ describe("work not sampled (docs/operations.md §Tracing: what work not sampled 
     expect(a).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(b).not.toBe(a);
     expect(outgoingTraceHeaders(extractContext({ traceparent: SAMPLED }))).toEqual({ traceparent: SAMPLED });
+  });
+
+  it("a traceparent not sampled is known from its text, as the propagator would read it; a malformed or invalid one is not", async () => {
+    await startTracing("crm", env("parentbased_traceidratio"));
+    expect(unsampledTraceparent(UNSAMPLED)).toBe(true);
+    // The flags are a hex byte: 0x0a has the sampled bit off, 0x0b on.
+    expect(unsampledTraceparent(`${UNSAMPLED.slice(0, -2)}0a`)).toBe(true);
+    expect(unsampledTraceparent(`${UNSAMPLED.slice(0, -2)}0b`)).toBe(false);
+    expect(unsampledTraceparent(SAMPLED)).toBe(false);
+    // Not in the exact form (these go the whole way, the propagator's reading, which may still skip them).
+    for (const value of [undefined, "", [UNSAMPLED], `${UNSAMPLED} `, UNSAMPLED.toUpperCase()])
+      expect(unsampledTraceparent(value)).toBe(false);
+    // Ids of all zeros, another version: never read as a caller's decision.
+    for (const value of [
+      `00-${"0".repeat(32)}-b7ad6b7169203331-00`,
+      `00-0af7651916cd43dd8448eb211c80319c-${"0".repeat(16)}-00`,
+      "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00",
+    ]) {
+      expect(unsampledTraceparent(value)).toBe(false);
+      expect(unsampledByParent(extractContext({ traceparent: value }))).toBe(false);
+    }
+    // The fast reading and the whole way agree on every well-formed one.
+    for (const value of [UNSAMPLED, `${UNSAMPLED.slice(0, -2)}0a`, SAMPLED])
+      expect(unsampledTraceparent(value)).toBe(unsampledByParent(extractContext({ traceparent: value })));
+  });
+
+  it("the ids sent for work not sampled are valid, distinct call after call, and say not sampled", async () => {
+    await startTracing("crm", env("parentbased_traceidratio"));
+    const sent = Array.from({ length: 1000 }, () => outgoingTraceHeaders(context.active())?.traceparent);
+    expect(new Set(sent).size).toBe(1000);
+    for (const traceparent of sent) {
+      expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+      expect(unsampledTraceparent(traceparent)).toBe(true);
+    }
+  });
+
+  it("off, or with a sampler that does not follow its parent, no traceparent is skipped by its text", async () => {
+    expect(unsampledTraceparent(UNSAMPLED)).toBe(false);
+    await startTracing("crm", env("traceidratio"));
+    expect(unsampledTraceparent(UNSAMPLED)).toBe(false);
   });
 
   it("with another sampler every context follows its work (AsyncLocalStorage), and nothing is sent without one", async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import {
   type Context,
   context,
@@ -8,7 +9,7 @@ import {
   SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
-import type { IdGenerator, Sampler, TracerProvider } from "@opentelemetry/sdk-trace";
+import type { Sampler, TracerProvider } from "@opentelemetry/sdk-trace";
 import { SampledContextManager, sampled } from "./sampled-context.js";
 
 export { type Context, context, type Span, SpanKind, SpanStatusCode, sampled, trace };
@@ -85,7 +86,38 @@ function delayOf(value: string | undefined): number {
 
 let provider: TracerProvider | undefined;
 /** The ids of the traceparents sent for work not sampled; set while tracing is on with a parent-based sampler. */
-let unsampledIds: IdGenerator | undefined;
+let unsampledIds: UnsampledIds | undefined;
+
+/** `bytes` random bytes in hex, not all zeros (ids of all zeros are invalid). */
+function nonZeroHex(bytes: number): string {
+  const b = randomBytes(bytes);
+  b[0] ||= 1;
+  return b.toString("hex");
+}
+
+/**
+ * Ids for the traceparents of work not sampled: nothing of such work is recorded, and its callee only
+ * reads the flag, so the ids need to be unique, not drawn afresh: a random prefix per process and a
+ * counter. Drawing 24 random bytes and hex-encoding them per call, as the SDK's generator does, showed
+ * in the profile of an RPC hop with tracing on (bench/RESULTS-tracing.md, "Work not sampled").
+ */
+class UnsampledIds {
+  readonly #traceHigh: string;
+  readonly #spanHigh: string;
+  #count = 0;
+
+  constructor() {
+    this.#traceHigh = nonZeroHex(8);
+    this.#spanHigh = nonZeroHex(4);
+  }
+
+  /** A traceparent of ids no other call of this process sends, with the sampled flag off. */
+  traceparent(): string {
+    const n = ++this.#count;
+    const low = n.toString(16).padStart(16, "0");
+    return `00-${this.#traceHigh}${low}-${this.#spanHigh}${low.slice(8)}-00`;
+  }
+}
 
 /** Whether this process traces: the callers add their hooks and interceptors only then, so off costs nothing. */
 export const tracingOn = () => provider !== undefined;
@@ -131,7 +163,7 @@ export async function startTracing(name: string, env: Env = process.env): Promis
   context.setGlobalContextManager(
     followsParent ? new SampledContextManager() : new AsyncLocalStorageContextManager().enable(),
   );
-  unsampledIds = followsParent ? new sdk.RandomIdGenerator() : undefined;
+  unsampledIds = followsParent ? new UnsampledIds() : undefined;
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(started);
   provider = started;
@@ -198,6 +230,29 @@ export function unsampledByParent(parent: Context): boolean {
   return unsampledIds !== undefined && trace.getSpan(parent) !== undefined && !sampled(parent);
 }
 
+/** The ids W3C Trace Context calls invalid. */
+const ZERO_TRACE_ID = "0".repeat(32);
+const ZERO_SPAN_ID = "0".repeat(16);
+
+/**
+ * unsampledByParent read straight from a traceparent header, before any context is made of it: true when
+ * the sampler follows its parent and `value` is a valid version-00 traceparent whose sampled flag is off.
+ * Anything else (absent, malformed, another version, sampled) answers false and goes the whole way
+ * (extractContext). An RPC call or a message its caller did not sample is skipped for the price of a
+ * regular expression, not of the propagator's parse and a context.
+ */
+export function unsampledTraceparent(value: string | string[] | undefined): boolean {
+  return (
+    unsampledIds !== undefined &&
+    typeof value === "string" &&
+    value.startsWith("00-") &&
+    TRACEPARENT.test(value) &&
+    (Number.parseInt(value.slice(53), 16) & 1) === 0 &&
+    value.slice(3, 35) !== ZERO_TRACE_ID &&
+    value.slice(36, 52) !== ZERO_SPAN_ID
+  );
+}
+
 /**
  * The traceparent (and tracestate) a call or a message sends from `ctx`: its own when it holds a span;
  * else, with a sampler that follows its parent, a traceparent of fresh ids with the sampled flag off
@@ -205,11 +260,10 @@ export function unsampledByParent(parent: Context): boolean {
  * starts no trace of its own; else none.
  */
 export function outgoingTraceHeaders(ctx: Context): Record<string, string> | undefined {
-  const own = traceHeaders(ctx);
+  // No span, nothing to inject: the propagator is not even asked.
+  const own = trace.getSpan(ctx) === undefined ? undefined : traceHeaders(ctx);
   if (own || unsampledIds === undefined) return own;
-  return {
-    traceparent: `00-${unsampledIds.generateTraceId()}-${unsampledIds.generateSpanId()}-00`,
-  };
+  return { traceparent: unsampledIds.traceparent() };
 }
 
 /**
