@@ -155,6 +155,23 @@ describe("docs/api/conventions.md §Errors: answers below the routes keep the co
     expect(JSON.parse(answer.split("\r\n\r\n")[1]!).error.code).toBe("validation_failed");
   });
 
+  it("docs/api/conventions.md §Errors: a chunked body malformed after its route already answered gets that one answer, never a second", async () => {
+    // The key is cached first: the route then answers (415, no content-type) before the parser reaches
+    // the bad chunk size, and the parser's refusal must not write a second answer on the same stream.
+    expect((await ws.call("GET", "/contacts?limit=1")).status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      const answer = await raw(
+        `POST /api/v1/appointments HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer ${ws.key}\r\n` +
+          "transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+      );
+      expect(answer.match(/HTTP\/1\.1 /g), answer).toHaveLength(1);
+      const { status, headers, body } = parsed(answer);
+      expect(status === 400 || status === 415, answer).toBe(true);
+      expect(headers.get("x-request-id")).toBeTruthy();
+      expect(body?.error?.code, answer).toMatch(/^(validation_failed|unsupported_media_type)$/);
+    }
+  });
+
   it("docs/api/conventions.md §Errors: a malformed percent-encoding in the path answers with an x-request-id", async () => {
     const res = await ws.call("GET", "/contacts/%ZZ");
     expect(res.status).toBe(400);

@@ -85,6 +85,7 @@ export function frameworkError(err: Error, req: FastifyRequest, reply: FastifyRe
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (headers over 16 KB, a malformed
  * Content-Length…) still answer with the error body and an x-request-id, then the connection closes.
+ * One the parser refuses only in its body, after its route answered, gets no second answer.
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
@@ -95,7 +96,11 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
         ? [408, "request_timeout", "the request took too long to arrive"]
         : [400, "validation_failed", "malformed HTTP request"];
   const body = JSON.stringify(errorBody(code, message));
-  if (socket.writable)
+  // Node's own rule: an answer only when the request in flight on the socket (a body that turns out
+  // malformed after its route already answered) has sent nothing yet; a second answer would corrupt the
+  // stream. The connection closes either way.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent)
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
