@@ -99,7 +99,8 @@ function nonZeroHex(bytes: number): string {
  * Ids for the traceparents of work not sampled: nothing of such work is recorded, and its callee only
  * reads the flag, so the ids need to be unique, not drawn afresh: a random prefix per process and a
  * counter. Drawing 24 random bytes and hex-encoding them per call, as the SDK's generator does, showed
- * in the profile of an RPC hop with tracing on (bench/RESULTS-tracing.md, "Work not sampled").
+ * in the profile of an RPC hop with tracing on (bench/RESULTS-rpc-calls.md, tracing off and on at 0 %).
+ * The span id repeats after 2³² calls of a process; the trace id, which names the work, does not.
  */
 class UnsampledIds {
   readonly #traceHigh: string;

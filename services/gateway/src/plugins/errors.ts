@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { STATUS_CODES } from "node:http";
+import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import { DomainError } from "@funil/errors";
 import {
@@ -55,6 +55,11 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
     }
     return answer(req, reply, err);
   });
+  // What clientErrorHandler needs to know: the request its connection answered last.
+  app.addHook("onSend", (req, _reply, payload, done) => {
+    answeredLast.set(req.raw.socket, req.raw);
+    done(null, payload);
+  });
   const methods = methodTable();
   app.addHook("onRoute", (route) => {
     // CORS preflights answer OPTIONS on every path: they say nothing about which methods a path has.
@@ -82,10 +87,15 @@ export function frameworkError(err: Error, req: FastifyRequest, reply: FastifyRe
   reply.header("x-request-id", req.id).code(400).send(errorBody("validation_failed", err.message));
 }
 
+/** Per connection, the request it answered last (errorsPlugin's onSend): a body still arriving was answered. */
+const answeredLast = new WeakMap<Socket, IncomingMessage>();
+
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (headers over 16 KB, a malformed
  * Content-Length…) still answer with the error body and an x-request-id, then the connection closes.
- * One the parser refuses only in its body, after its route answered, gets no second answer.
+ * A body that turns out malformed after its route answered (a 415 sent before the bad chunk arrived)
+ * gets no second answer: the connection only closes, since two answers to one request would corrupt
+ * the stream.
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
@@ -96,11 +106,10 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
         ? [408, "request_timeout", "the request took too long to arrive"]
         : [400, "validation_failed", "malformed HTTP request"];
   const body = JSON.stringify(errorBody(code, message));
-  // Node's own rule: an answer only when the request in flight on the socket (a body that turns out
-  // malformed after its route already answered) has sent nothing yet; a second answer would corrupt the
-  // stream. The connection closes either way.
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (socket.writable && !inFlight?.headersSent)
+  // HTTP/1.1 is one request after another: an answered request whose body is not complete is the one
+  // the parser was reading.
+  const answered = answeredLast.get(socket);
+  if (socket.writable && !(answered && !answered.complete))
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
