@@ -108,8 +108,8 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
   const body = JSON.stringify(errorBody(code, message));
   // HTTP/1.1 is one request after another: an answered request whose body is not complete is the one
   // the parser was reading.
-  const answered = answeredLast.get(socket);
-  if (socket.writable && !(answered && !answered.complete))
+  const bodyOfAnAnsweredRequest = answeredLast.get(socket)?.complete === false;
+  if (socket.writable && !bodyOfAnAnsweredRequest)
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
         `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
